@@ -1,0 +1,121 @@
+"""The real ``waystone`` command in subprocesses: each step a new process."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import psycopg
+
+from tests.conftest import REFUND_INPUT, Cli
+from waystone.crash import CRASH_POINTS
+from waystone.examples.provider import ProviderProcess
+
+
+def ok(result: Any) -> dict[str, Any]:
+    assert result.returncode == 0, result.stderr
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+def start(cli: Cli) -> str:
+    data = ok(cli("start", "--agent", "refund", "--input", json.dumps(REFUND_INPUT), "--json"))
+    assert data["state"] == "queued"
+    return str(data["thread_id"])
+
+
+def test_start_run_approve_run_from_separate_processes(cli: Cli, provider: ProviderProcess) -> None:
+    thread_id = start(cli)
+    waiting = ok(cli("run", thread_id, "--json"))
+    assert waiting["state"] == "waiting"
+    pending = waiting["pending_approval"]
+    assert (pending["tool"], pending["reason"]) == ("refund", "refunds above 100.00 need approval")
+    assert pending["args"] == {"order_id": "1001", "amount": "120.00", "currency": "EUR"}
+    status = ok(cli("status", thread_id, "--json"))
+    assert {
+        "thread_id",
+        "state",
+        "step",
+        "pending_approval",
+        "agent",
+        "attempts",
+        "updated_at",
+    } <= set(status)
+    assert status["step"] == "authorize"
+    approved = ok(cli("approve", thread_id, "--by", "ana", "--comment", "ok", "--json"))
+    assert approved["decision_recorded"] is True
+    done = ok(cli("run", thread_id, "--json"))
+    assert done["state"] == "done"
+    ledger = provider.ledger()
+    assert [r["order_id"] for r in ledger["refunds"]] == ["1001"]
+    assert [n["to"] for n in ledger["notifications"]] == ["ana@example.com"]
+    history = ok(cli("history", thread_id, "--json"))
+    kinds = [e["kind"] for e in history["events"]]
+    assert "decision" in kinds and kinds[-1] == "transition"
+    assert [e["status"] for e in history["effects"]] == ["confirmed", "confirmed"]
+    listed = ok(cli("list", "--state", "done", "--json"))
+    assert [r["thread_id"] for r in listed["runs"]] == [thread_id]
+    human = cli("history", thread_id)
+    assert human.returncode == 0 and "running -> done" in human.stdout
+
+
+def test_reject_from_the_cli(cli: Cli, provider: ProviderProcess) -> None:
+    thread_id = start(cli)
+    ok(cli("run", thread_id, "--json"))
+    rejected = ok(cli("reject", thread_id, "--reason", "fraud suspected", "--run", "--json"))
+    assert rejected["state"] == "failed"
+    assert rejected["reason"] == "rejected by tester: fraud suspected"
+    assert ok(cli("status", thread_id, "--json"))["reason"] == "rejected by tester: fraud suspected"
+    assert provider.ledger()["refunds"] == []
+
+
+def test_exit_codes_and_unchanged_state(
+    cli: Cli, provider: ProviderProcess, database_url: str
+) -> None:
+    unknown = cli("status", "no-such-thread")
+    assert unknown.returncode == 3 and "unknown thread" in unknown.stderr
+    assert cli("approve", "no-such-thread").returncode == 3
+    thread_id = start(cli)
+
+    def snapshot() -> tuple[Any, ...]:
+        with psycopg.connect(database_url) as conn:
+            run = conn.execute(
+                "SELECT state, updated_at, lease_token FROM waystone.runs WHERE thread_id = %s",
+                (thread_id,),
+            ).fetchone()
+            events = conn.execute(
+                "SELECT count(*) FROM waystone.run_events WHERE thread_id = %s", (thread_id,)
+            ).fetchone()
+            signals = conn.execute("SELECT count(*) FROM waystone.signals").fetchone()
+        return (run, events, signals)
+
+    before = snapshot()
+    not_waiting = cli("approve", thread_id)
+    assert not_waiting.returncode == 4 and "not waiting" in not_waiting.stderr
+    assert snapshot() == before
+    ok(cli("run", thread_id, "--json"))
+    waiting = snapshot()
+    for bad in ("{not json", "[1, 2]", '{"amount": "lots"}'):
+        result = cli("approve", thread_id, "--args", bad)
+        assert result.returncode == 2, (bad, result.stderr)
+        assert "error" in result.stderr
+        assert snapshot() == waiting
+    bad_input = cli("start", "--agent", "refund", "--input", "{oops")
+    assert bad_input.returncode == 2 and "not valid JSON" in bad_input.stderr
+    assert cli("run", thread_id).returncode == 4  # waiting with no decision: nothing to run
+    assert snapshot() == waiting
+
+
+def test_crash_points_are_listed(cli: Cli) -> None:
+    data = ok(cli("debug", "crash-points", "--json"))
+    assert [p["name"] for p in data["crash_points"]] == list(CRASH_POINTS)
+
+
+def test_demo_runs_to_done(cli: Cli) -> None:
+    data = ok(cli("demo", "--approve", "--json"))
+    assert data["state"] == "done"
+    assert len(data["provider_ledger"]["refunds"]) == 1
+    assert len(data["provider_ledger"]["notifications"]) == 1
+    interactive = cli("demo", input="y\n")
+    assert interactive.returncode == 0, interactive.stderr
+    assert "done" in interactive.stdout and "1 refund(s), 1 notification(s)" in interactive.stdout

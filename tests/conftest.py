@@ -1,0 +1,162 @@
+"""Shared fixtures: a real Postgres (embedded, or WAYSTONE_DATABASE_URL), a fresh database
+per test cloned from a migrated template, and the example payments provider on loopback.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql as pgsql
+
+from waystone.checkpointing import embedded
+from waystone.checkpointing.database import Database
+from waystone.checkpointing.migrations import migrate
+from waystone.config import Settings
+from waystone.examples.provider import ProviderProcess
+from waystone.runtime import Runtime
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _with_dbname(url: str, dbname: str) -> str:
+    info = psycopg.conninfo.conninfo_to_dict(url)
+    info["dbname"] = dbname
+    return psycopg.conninfo.make_conninfo(**{k: str(v) for k, v in info.items()})
+
+
+@pytest.fixture(scope="session")
+def pg_admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A superuser URL on a real Postgres: WAYSTONE_DATABASE_URL's, or a fresh embedded one."""
+    given = os.environ.get("WAYSTONE_DATABASE_URL")
+    if given:
+        yield given
+        return
+    home = Path("/tmp") / f"ws-test-{uuid.uuid4().hex[:8]}"  # short: unix socket path limit
+    home.mkdir()
+    url = embedded.ensure_server(home)
+    try:
+        yield url
+    finally:
+        embedded.stop(home)
+        subprocess.run(["rm", "-rf", str(home)], check=False)
+
+
+@pytest.fixture(scope="session")
+def template_db(pg_admin_url: str) -> Iterator[str]:
+    """A database migrated once; each test gets a copy."""
+    name = f"ws_tpl_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
+        conn.execute(pgsql.SQL("CREATE DATABASE {}").format(pgsql.Identifier(name)))
+    db = Database.open(Settings(database_url=_with_dbname(pg_admin_url, name)))
+    try:
+        migrate(db)
+    finally:
+        db.close()
+    yield name
+    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
+        conn.execute(
+            pgsql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(pgsql.Identifier(name))
+        )
+
+
+@pytest.fixture
+def database_url(pg_admin_url: str, template_db: str) -> Iterator[str]:
+    """A fresh, migrated database for this test alone."""
+    name = f"ws_t_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
+        conn.execute(
+            pgsql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                pgsql.Identifier(name), pgsql.Identifier(template_db)
+            )
+        )
+    yield _with_dbname(pg_admin_url, name)
+    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
+        conn.execute(
+            pgsql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(pgsql.Identifier(name))
+        )
+
+
+@pytest.fixture
+def empty_database_url(pg_admin_url: str) -> Iterator[str]:
+    """A fresh database with no schema at all."""
+    name = f"ws_e_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
+        conn.execute(pgsql.SQL("CREATE DATABASE {}").format(pgsql.Identifier(name)))
+    yield _with_dbname(pg_admin_url, name)
+    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
+        conn.execute(
+            pgsql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(pgsql.Identifier(name))
+        )
+
+
+@pytest.fixture
+def provider(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ProviderProcess]:
+    """The example payments provider, a real process on loopback, found by the agent."""
+    with ProviderProcess.start(tmp_path / "payments.sqlite3") as proc:
+        monkeypatch.setenv("WAYSTONE_PAYMENTS_URL", proc.url)
+        yield proc
+
+
+@pytest.fixture
+def runtime(database_url: str) -> Iterator[Runtime]:
+    with Runtime(Settings(database_url=database_url)) as rt:
+        yield rt
+
+
+@pytest.fixture
+def sql(database_url: str) -> Iterator[psycopg.Connection[Any]]:
+    """A raw autocommit connection to the test database, for assertions."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        yield conn
+
+
+class Cli:
+    """The real ``waystone`` command in a subprocess, pointed at the test database."""
+
+    def __init__(self, database_url: str, payments_url: str | None, home: Path) -> None:
+        self.env = {
+            **os.environ,
+            "WAYSTONE_DATABASE_URL": database_url,
+            "WAYSTONE_HOME": str(home),
+            "WAYSTONE_ACTOR": "tester",
+        }
+        if payments_url:
+            self.env["WAYSTONE_PAYMENTS_URL"] = payments_url
+
+    def __call__(
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        input: str | None = None,
+        timeout: float = 90,
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "waystone", *args],
+            env={**self.env, **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            input=input,
+            cwd=ROOT,
+        )
+
+
+@pytest.fixture
+def cli(database_url: str, provider: ProviderProcess, tmp_path: Path) -> Cli:
+    return Cli(database_url, provider.url, tmp_path / "home")
+
+
+REFUND_INPUT = {
+    "order_id": "1001",
+    "amount": "120.00",
+    "currency": "EUR",
+    "email": "ana@example.com",
+}

@@ -1,0 +1,176 @@
+"""The refund agent end to end on a real Postgres and a real provider on loopback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests.conftest import REFUND_INPUT
+from waystone.errors import BadInput, TransitionNotAllowed, UnknownThread
+from waystone.examples.provider import ProviderProcess
+from waystone.runtime import Runtime
+
+
+def _refunds_for(provider: ProviderProcess, order_id: str) -> list[dict[str, Any]]:
+    return [r for r in provider.ledger()["refunds"] if r["order_id"] == order_id]
+
+
+def test_start_then_run_waits_for_approval(runtime: Runtime, provider: ProviderProcess) -> None:
+    started = runtime.start("refund", REFUND_INPUT)
+    assert started.state == "queued"
+    waiting = runtime.run(started.thread_id)
+    assert waiting.state == "waiting"
+    assert waiting.step == "authorize"
+    pending = waiting.pending_approval
+    assert pending is not None
+    assert pending["tool"] == "refund"
+    assert pending["args"] == {"order_id": "1001", "amount": "120.00", "currency": "EUR"}
+    assert pending["reason"] == "refunds above 100.00 need approval"
+    assert pending["idempotency_key"].startswith("ws-refund-")
+    assert provider.ledger() == {"refunds": [], "notifications": []}
+
+
+def test_approve_then_run_ends_done_with_one_refund_and_one_notification(
+    runtime: Runtime, provider: ProviderProcess, sql: psycopg.Connection[Any]
+) -> None:
+    thread_id = runtime.start("refund", REFUND_INPUT).thread_id
+    runtime.run(thread_id)
+    runtime.approve(thread_id, by="ana", comment="fine")
+    done = runtime.run(thread_id)
+    assert done.state == "done", done.reason
+    ledger = provider.ledger()
+    assert len(_refunds_for(provider, "1001")) == 1
+    assert [n["to"] for n in ledger["notifications"]] == ["ana@example.com"]
+    effects = sql.execute(
+        "SELECT tool, status, attempts FROM waystone.effects WHERE thread_id = %s ORDER BY ordinal",
+        (thread_id,),
+    ).fetchall()
+    assert effects == [("refund", "confirmed", 1), ("notify_customer", "confirmed", 1)]
+    transitions = sql.execute(
+        "SELECT from_state, to_state FROM waystone.run_events "
+        "WHERE thread_id = %s AND kind = 'transition' ORDER BY id",
+        (thread_id,),
+    ).fetchall()
+    assert transitions == [
+        (None, "queued"),
+        ("queued", "running"),
+        ("running", "waiting"),
+        ("waiting", "running"),
+        ("running", "done"),
+    ]
+
+
+def test_small_refund_needs_no_approval(runtime: Runtime, provider: ProviderProcess) -> None:
+    thread_id = runtime.start("refund", {**REFUND_INPUT, "amount": "40.00"}).thread_id
+    assert runtime.run(thread_id).state == "done"
+    assert [r["amount"] for r in _refunds_for(provider, "1001")] == ["40.00"]
+
+
+def test_reject_ends_failed_without_any_refund(runtime: Runtime, provider: ProviderProcess) -> None:
+    thread_id = runtime.start("refund", REFUND_INPUT).thread_id
+    runtime.run(thread_id)
+    runtime.reject(thread_id, by="bob", reason="order was never paid")
+    final = runtime.run(thread_id)
+    assert final.state == "failed"
+    assert final.reason == "rejected by bob: order was never paid"
+    assert provider.ledger() == {"refunds": [], "notifications": []}
+
+
+def test_edit_approves_the_edited_action_with_a_new_key(
+    runtime: Runtime, provider: ProviderProcess
+) -> None:
+    thread_id = runtime.start("refund", REFUND_INPUT).thread_id
+    original = runtime.run(thread_id).pending_approval
+    assert original is not None
+    runtime.approve(thread_id, by="ana", args={"amount": "110.00"})
+    assert runtime.run(thread_id).state == "done"
+    refunds = _refunds_for(provider, "1001")
+    assert [r["amount"] for r in refunds] == ["110.00"]
+    assert refunds[0]["idempotency_key"] != original["idempotency_key"]
+
+
+def test_approval_is_bound_to_the_action_digest(
+    runtime: Runtime, provider: ProviderProcess
+) -> None:
+    """A decision recorded for another digest does not release the action."""
+    thread_id = runtime.start("refund", REFUND_INPUT).thread_id
+    runtime.run(thread_id)
+    stale = {"choice": "approve", "digest": "sha256:someotheraction", "by": "mallory"}
+    runtime.signals.record(thread_id, "approval", "sha256:someotheraction", stale, "mallory")
+    after = runtime.run(thread_id)
+    assert after.state == "waiting"
+    assert after.pending_approval is not None
+    assert provider.ledger()["refunds"] == []
+    # the stale signal was consumed, so the run is not claimable again without a decision
+    with pytest.raises(TransitionNotAllowed, match="waits for a decision"):
+        runtime.run(thread_id)
+
+
+def test_the_same_decision_twice_is_a_repeat_a_different_one_is_refused(
+    runtime: Runtime, provider: ProviderProcess
+) -> None:
+    thread_id = runtime.start("refund", REFUND_INPUT).thread_id
+    runtime.run(thread_id)
+    runtime.approve(thread_id, by="ana", comment="ok")
+    runtime.approve(thread_id, by="ana", comment="ok")
+    with pytest.raises(TransitionNotAllowed, match="already recorded"):
+        runtime.reject(thread_id, by="bob", reason="no")
+    assert runtime.run(thread_id).state == "done"
+    assert len(_refunds_for(provider, "1001")) == 1
+
+
+def test_errors_leave_the_run_unchanged(runtime: Runtime, provider: ProviderProcess) -> None:
+    with pytest.raises(UnknownThread):
+        runtime.status("no-such-thread")
+    thread_id = runtime.start("refund", REFUND_INPUT).thread_id
+    before = runtime.status(thread_id)
+    with pytest.raises(TransitionNotAllowed, match="not waiting"):
+        runtime.approve(thread_id, by="ana")
+    assert runtime.status(thread_id) == before
+    runtime.run(thread_id)
+    waiting = runtime.status(thread_id)
+    with pytest.raises(BadInput, match="amount"):
+        runtime.approve(thread_id, by="ana", args={"amount": "lots"})
+    assert runtime.status(thread_id) == waiting
+    with pytest.raises(BadInput):
+        runtime.start("refund", {"order_id": "1"})
+    with pytest.raises(BadInput, match="unknown agent"):
+        runtime.start("nope", REFUND_INPUT)
+
+
+def test_checkpoints_are_rows_read_back_from_a_fresh_process(
+    runtime: Runtime, provider: ProviderProcess, database_url: str, sql: psycopg.Connection[Any]
+) -> None:
+    thread_id = runtime.start("refund", REFUND_INPUT).thread_id
+    runtime.run(thread_id)
+    runtime.approve(thread_id, by="ana")
+    runtime.run(thread_id)
+    (count,) = sql.execute(
+        "SELECT count(*) FROM checkpoints WHERE thread_id = %s", (thread_id,)
+    ).fetchone() or (0,)
+    (writes,) = sql.execute(
+        "SELECT count(*) FROM checkpoint_writes WHERE thread_id = %s", (thread_id,)
+    ).fetchone() or (0,)
+    assert count >= 12 and writes > 0
+    code = (
+        "import json, sys\n"
+        "from waystone import Runtime, Settings\n"
+        f"rt = Runtime(Settings(database_url={database_url!r}))\n"
+        f"g = rt.graph('refund')\n"
+        f"hist = list(g.get_state_history(rt.config({thread_id!r})))\n"
+        "print(json.dumps({'n': len(hist), 'last': hist[0].values['outcome'],"
+        " 'nexts': [list(h.next) for h in hist]}))\n"
+        "rt.close()\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    data = json.loads(proc.stdout)
+    assert data["n"] == count
+    assert data["last"] == {"state": "done", "reason": "goal verified: all checks pass"}
+    assert ["execute"] in data["nexts"] and ["confirm"] in data["nexts"]

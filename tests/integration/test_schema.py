@@ -1,0 +1,127 @@
+"""The schema on a real Postgres: the state machine is enforced by the database, and
+migrations are idempotent and safe when two processes start at once."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import psycopg
+import pytest
+
+from waystone.checkpointing.database import Database
+from waystone.checkpointing.migrations import latest_version, migrate
+from waystone.config import Settings
+from waystone.runs.states import STATES, is_allowed, transition_pairs
+
+
+def _new_run(sql: psycopg.Connection[Any], thread_id: str) -> None:
+    sql.execute("INSERT INTO waystone.runs (thread_id, agent) VALUES (%s, 'refund')", (thread_id,))
+
+
+def _force_state(sql: psycopg.Connection[Any], thread_id: str, state: str) -> None:
+    """Walk a run to ``state`` through allowed transitions only."""
+    paths = {
+        "queued": [],
+        "running": ["running"],
+        "waiting": ["running", "waiting"],
+        "done": ["running", "done"],
+        "failed": ["running", "failed"],
+        "needs-human": ["running", "needs-human"],
+    }
+    for step in paths[state]:
+        sql.execute(
+            "UPDATE waystone.runs SET state = %s, reason = 'setup' WHERE thread_id = %s",
+            (step, thread_id),
+        )
+
+
+def test_database_table_mirrors_the_code(sql: psycopg.Connection[Any]) -> None:
+    rows = sql.execute(
+        "SELECT from_state, to_state FROM waystone.allowed_transitions ORDER BY 1, 2"
+    ).fetchall()
+    assert [tuple(r) for r in rows] == transition_pairs()
+
+
+@pytest.mark.parametrize("src", STATES)
+def test_every_transition_is_checked_by_postgres(sql: psycopg.Connection[Any], src: str) -> None:
+    for dst in STATES:
+        if dst == src:
+            continue
+        thread_id = f"t-{src}-{dst}"
+        _new_run(sql, thread_id)
+        _force_state(sql, thread_id, src)
+        update = "UPDATE waystone.runs SET state = %s, reason = 'test' WHERE thread_id = %s"
+        if is_allowed(src, dst):
+            sql.execute(update, (dst, thread_id))
+            event = sql.execute(
+                "SELECT from_state, to_state, reason FROM waystone.run_events "
+                "WHERE thread_id = %s ORDER BY id DESC LIMIT 1",
+                (thread_id,),
+            ).fetchone()
+            assert event == (src, dst, "test")
+        else:
+            with pytest.raises(psycopg.DatabaseError, match="not allowed") as err:
+                sql.execute(update, (dst, thread_id))
+            assert err.value.sqlstate == "WS409"
+            state = sql.execute(
+                "SELECT state FROM waystone.runs WHERE thread_id = %s", (thread_id,)
+            ).fetchone()
+            assert state == (src,)
+
+
+def test_a_run_is_born_queued_and_a_transition_needs_a_reason(
+    sql: psycopg.Connection[Any],
+) -> None:
+    with pytest.raises(psycopg.DatabaseError, match="created queued"):
+        sql.execute(
+            "INSERT INTO waystone.runs (thread_id, agent, state) VALUES ('x', 'a', 'running')"
+        )
+    _new_run(sql, "y")
+    with pytest.raises(psycopg.DatabaseError, match="needs a reason"):
+        sql.execute("UPDATE waystone.runs SET state = 'running', reason = '' WHERE thread_id = 'y'")
+
+
+def test_migrate_is_idempotent(database_url: str) -> None:
+    db = Database.open(Settings(database_url=database_url))
+    try:
+        assert migrate(db) == latest_version()
+        assert migrate(db) == latest_version()
+        with db.connection() as conn:
+            count = conn.execute("SELECT count(*) AS n FROM waystone_schema_version").fetchone()
+            tables = conn.execute(
+                "SELECT count(*) AS n FROM pg_tables WHERE tablename IN "
+                "('checkpoints', 'checkpoint_blobs', 'checkpoint_writes')"
+            ).fetchone()
+    finally:
+        db.close()
+    assert count is not None and count["n"] == 1
+    assert tables is not None and tables["n"] == 3
+
+
+def test_two_processes_migrate_an_empty_database_at_once(empty_database_url: str) -> None:
+    code = (
+        "from waystone.checkpointing.database import Database;"
+        "from waystone.checkpointing.migrations import migrate;"
+        "from waystone.config import Settings;"
+        f"db = Database.open(Settings(database_url={empty_database_url!r}));"
+        "print(migrate(db)); db.close()"
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(3)
+    ]
+    try:
+        results = [p.communicate(timeout=60) for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+            p.communicate()
+    assert [p.returncode for p in procs] == [0, 0, 0], [r[1] for r in results]
+    assert {r[0].strip() for r in results} == {str(latest_version())}
+    with psycopg.connect(empty_database_url) as conn:
+        row = conn.execute("SELECT count(*) FROM waystone.allowed_transitions").fetchone()
+    assert row == (12,)

@@ -1,0 +1,36 @@
+from typing import Any
+
+import pytest
+
+from waystone.approval import parse_decision
+from waystone.errors import BadInput
+
+OK: dict[str, Any] = {"choice": "approve", "digest": "sha256:ab", "by": "ana"}
+
+
+def test_valid_decisions() -> None:
+    assert parse_decision(OK).choice == "approve"
+    edit = parse_decision({**OK, "choice": "edit", "args": {"amount": "90.00"}})
+    assert edit.args == {"amount": "90.00"}
+    reject = parse_decision({**OK, "choice": "reject", "comment": "too much"})
+    assert reject.comment == "too much"
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("approve", "JSON object"),
+        ({**OK, "choice": "maybe"}, "choice"),
+        ({k: v for k, v in OK.items() if k != "digest"}, "digest"),
+        ({**OK, "by": " "}, "by"),
+        ({**OK, "choice": "edit"}, "args"),
+        ({**OK, "choice": "edit", "args": []}, "args"),
+        ({**OK, "args": {"a": 1}}, "only goes with an 'edit'"),
+        ({**OK, "choice": "reject"}, "reason"),
+        ({**OK, "comment": 3}, "string"),
+        ({**OK, "extra": 1}, "unknown"),
+    ],
+)
+def test_invalid_decisions_say_what_is_wrong(raw: object, message: str) -> None:
+    with pytest.raises(BadInput, match=message):
+        parse_decision(raw)

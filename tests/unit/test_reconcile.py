@@ -1,0 +1,31 @@
+import pytest
+
+from waystone.effects.reconcile import Step, after_lookup, next_step
+
+
+@pytest.mark.parametrize(
+    ("status", "has_lookup", "dedupes", "step"),
+    [
+        (None, False, False, Step.APPLY),
+        (None, True, True, Step.APPLY),
+        ("confirmed", False, False, Step.REUSE),
+        ("applied", False, False, Step.CONFIRM),
+        ("failed", True, True, Step.FAILED),
+        ("intent", True, False, Step.LOOKUP),
+        ("intent", True, True, Step.LOOKUP),
+        ("intent", False, True, Step.APPLY),
+        ("intent", False, False, Step.NEEDS_HUMAN),
+        ("unknown", True, False, Step.LOOKUP),
+        ("unknown", False, True, Step.APPLY),
+        ("unknown", False, False, Step.NEEDS_HUMAN),
+    ],
+)
+def test_reconciliation_table(
+    status: str | None, has_lookup: bool, dedupes: bool, step: Step
+) -> None:
+    assert next_step(status, has_lookup=has_lookup, dedupes=dedupes) is step  # type: ignore[arg-type]
+
+
+def test_after_lookup() -> None:
+    assert after_lookup(True) is Step.CONFIRM
+    assert after_lookup(False) is Step.APPLY

@@ -1,0 +1,28 @@
+from waystone.graph import routing
+from waystone.graph.state import AgentState
+
+ACTION = {"ordinal": 1, "tool": "t", "args": {}, "risk": "low", "key": "k", "digest": "d"}
+
+
+def test_after_propose() -> None:
+    assert routing.after_propose({"action": ACTION}) == "authorize"  # type: ignore[typeddict-item]
+    assert routing.after_propose({"action": None}) == "verify-checks"
+    assert routing.after_propose({"outcome": {"state": "failed", "reason": "x"}}) == "end"
+
+
+def test_after_authorize_asks_again_without_a_decision() -> None:
+    assert routing.after_authorize({"decision": None}) == "authorize"
+    assert routing.after_authorize({"decision": {"choice": "approve"}}) == "execute"
+    state: AgentState = {"outcome": {"state": "failed", "reason": "rejected"}}
+    assert routing.after_authorize(state) == "end"
+
+
+def test_after_execute_sends_failures_back_to_propose() -> None:
+    assert routing.after_execute({"failure": {"error": "422"}}) == "propose"
+    assert routing.after_execute({}) == "confirm"
+    assert routing.after_execute({"outcome": {"state": "needs-human", "reason": "?"}}) == "end"
+
+
+def test_after_verify() -> None:
+    assert routing.after_verify({}) == "propose"
+    assert routing.after_verify({"outcome": {"state": "done", "reason": "ok"}}) == "end"

@@ -1,0 +1,46 @@
+"""What an agent is to Waystone: tools, a policy, a proposer, and the checks of its goal."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from waystone.effects.tools import Tool
+from waystone.policy import Policy
+from waystone.proposers import Proposer
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    ok: bool
+    detail: str
+
+
+CheckFn = Callable[[dict[str, Any], list[dict[str, Any]]], CheckResult]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One verification of the goal, run in parallel with the others.
+
+    ``fn(input, completed)`` gets the run's input and the confirmed actions so far.
+    """
+
+    name: str
+    fn: CheckFn
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    name: str
+    tools: Mapping[str, Tool]
+    policy: Policy
+    proposer: Proposer
+    checks: Sequence[Check]
+    describe_goal: Callable[[dict[str, Any]], str] = field(default=lambda _input: "")
+    validate_input: Callable[[dict[str, Any]], dict[str, Any]] = field(default=lambda i: i)
+    max_steps: int = 10
+
+    def tool(self, name: str) -> Tool | None:
+        return self.tools.get(name)

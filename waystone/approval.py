@@ -1,0 +1,82 @@
+"""Human approval: the interrupt payload and the validation of a person's answer.
+
+A decision names the digest of the action it answers. An answer for another digest (the
+run moved on, or the action was edited) is refused, so an approval never carries over to
+a different action.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from waystone.errors import BadInput
+
+Choice = Literal["approve", "reject", "edit"]
+CHOICES: tuple[str, ...] = ("approve", "reject", "edit")
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """What ``authorize`` passes to ``interrupt()``: everything a person needs to decide."""
+
+    tool: str
+    args: dict[str, Any]
+    reason: str
+    idempotency_key: str
+    digest: str
+    risk: str
+    ordinal: int
+
+    def to_payload(self) -> dict[str, Any]:
+        return {"kind": "approval", **asdict(self)}
+
+
+@dataclass(frozen=True)
+class ApprovalDecision:
+    choice: Choice
+    digest: str
+    by: str
+    comment: str | None = None
+    args: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("extra")
+        return data
+
+
+def _optional_str(raw: dict[str, Any], name: str) -> str | None:
+    value = raw.get(name)
+    if value is not None and not isinstance(value, str):
+        raise BadInput(f"approval field {name!r} must be a string, got {type(value).__name__}")
+    return value
+
+
+def parse_decision(raw: object) -> ApprovalDecision:
+    """Validate a resume value. Raises :class:`BadInput` with what is wrong."""
+    if not isinstance(raw, dict):
+        raise BadInput(f"an approval decision must be a JSON object, got {type(raw).__name__}")
+    unknown = set(raw) - {"choice", "digest", "by", "comment", "args"}
+    if unknown:
+        raise BadInput(f"unknown approval field(s): {', '.join(sorted(unknown))}")
+    choice = raw.get("choice")
+    if choice not in CHOICES:
+        raise BadInput(f"approval 'choice' must be one of {', '.join(CHOICES)}, got {choice!r}")
+    digest = raw.get("digest")
+    if not isinstance(digest, str) or not digest:
+        raise BadInput("approval needs the 'digest' of the action it answers")
+    by = raw.get("by")
+    if not isinstance(by, str) or not by.strip():
+        raise BadInput("approval needs 'by': who decided")
+    args = raw.get("args")
+    if choice == "edit":
+        if not isinstance(args, dict) or not args:
+            raise BadInput("an 'edit' decision needs 'args': a JSON object of the new arguments")
+    elif args is not None:
+        raise BadInput(f"'args' only goes with an 'edit' decision, not {choice!r}")
+    comment = _optional_str(raw, "comment")
+    if choice == "reject" and not comment:
+        raise BadInput("a rejection needs a reason ('comment')")
+    return ApprovalDecision(choice=choice, digest=digest, by=by, comment=comment, args=args)

@@ -1,0 +1,101 @@
+"""Create or upgrade the schema: LangGraph's tables and Waystone's, idempotently.
+
+Two processes starting at once are serialised by a Postgres advisory lock, so neither
+sees a half-made schema. A fresh database gets ``schema.sql`` (the truth) and is stamped
+with the newest version; an older one gets each numbered migration above its version.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from importlib import resources
+
+from langgraph.checkpoint.postgres import PostgresSaver
+
+from waystone import sql
+from waystone.checkpointing.database import Conn, Database
+from waystone.errors import DatabaseUnavailable
+
+logger = logging.getLogger(__name__)
+
+ADVISORY_LOCK_ID = 0x5741_5953  # "WAYS"
+BASELINE_VERSION = 1
+_MIGRATION = re.compile(r"^(\d{4})_[\w-]+\.sql$")
+
+
+def migration_files() -> list[tuple[int, str]]:
+    """``(version, filename)`` of every numbered migration above the baseline, in order."""
+    folder = resources.files(sql.__name__).joinpath("migrations")
+    found = []
+    for entry in folder.iterdir():
+        match = _MIGRATION.match(entry.name)
+        if match:
+            found.append((int(match.group(1)), entry.name))
+    return sorted(found)
+
+
+def latest_version() -> int:
+    files = migration_files()
+    return max([BASELINE_VERSION, *(v for v, _ in files)])
+
+
+def migrate(db: Database) -> int:
+    """Bring the database to the newest schema; return the version it is at."""
+    with db.connection() as lock_conn:
+        _acquire(lock_conn)
+        try:
+            return _migrate_locked(db)
+        finally:
+            lock_conn.execute("SELECT pg_advisory_unlock(%s)", (ADVISORY_LOCK_ID,))
+
+
+def _acquire(conn: Conn, timeout_s: float = 120.0) -> None:
+    """Take the migration lock, retrying a non-blocking try.
+
+    A blocking ``pg_advisory_lock`` would hold a snapshot while it waits, and LangGraph's
+    ``CREATE INDEX CONCURRENTLY`` in the holder waits for every such snapshot: a deadlock.
+    """
+    deadline = time.monotonic() + timeout_s
+    delay = 0.01
+    while True:
+        row = conn.execute("SELECT pg_try_advisory_lock(%s) AS ok", (ADVISORY_LOCK_ID,)).fetchone()
+        if row and row["ok"]:
+            return
+        if time.monotonic() > deadline:
+            raise DatabaseUnavailable(
+                f"another process has held the migration lock for {timeout_s:g}s; "
+                f"is a migration stuck? (see pg_locks, objid {ADVISORY_LOCK_ID})"
+            )
+        time.sleep(delay)
+        delay = min(delay * 2, 0.5)
+
+
+def _migrate_locked(db: Database) -> int:
+    with db.transaction() as conn:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS public.waystone_schema_version "
+            "(version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        row = conn.execute(
+            "SELECT max(version) AS v FROM public.waystone_schema_version"
+        ).fetchone()
+        current = int(row["v"]) if row and row["v"] is not None else 0
+        if current == 0:
+            conn.execute(sql.read("schema.sql"))
+            conn.execute(
+                "INSERT INTO public.waystone_schema_version (version) VALUES (%s)",
+                (latest_version(),),
+            )
+            current = latest_version()
+            logger.info("created waystone schema", extra={"version": current})
+        for version, name in migration_files():
+            if version > current:
+                conn.execute(sql.read(f"migrations/{name}"))
+                conn.execute(
+                    "INSERT INTO public.waystone_schema_version (version) VALUES (%s)", (version,)
+                )
+                current = version
+    PostgresSaver(db.pool).setup()
+    return current

@@ -1,0 +1,394 @@
+"""``waystone``: the command line. Every command takes ``--json`` and ``--database-url``.
+
+Errors go to stderr with a non-zero exit: 2 bad input, 3 unknown thread, 4 transition not
+allowed, 5 lease lost, 6 database unavailable.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from waystone.config import Settings
+from waystone.crash import CRASH_POINTS
+from waystone.errors import BadInput, DatabaseUnavailable, WaystoneError
+from waystone.runtime import RunStatus, Runtime
+
+app = typer.Typer(
+    name="waystone",
+    help="Durable execution for LangGraph agents on Postgres.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+debug_app = typer.Typer(help="Tools for testing Waystone itself.", no_args_is_help=True)
+app.add_typer(debug_app, name="debug")
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]
+DbOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--database-url",
+        envvar="WAYSTONE_DATABASE_URL",
+        help="Postgres URL; unset: the embedded server under WAYSTONE_HOME.",
+    ),
+]
+ThreadArg = Annotated[str, typer.Argument(help="The run's thread id.")]
+ByOpt = Annotated[
+    str | None, typer.Option("--by", envvar="WAYSTONE_ACTOR", help="Who decides (default: $USER).")
+]
+
+
+def _actor(by: str | None) -> str:
+    if by:
+        return by
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "cli"
+
+
+def _parse_json(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"{what} is not valid JSON: {exc.msg} at position {exc.pos}") from exc
+
+
+def _emit(as_json: bool, data: dict[str, Any], render: Callable[[], None]) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(data, default=str, sort_keys=True) + "\n")
+    else:
+        render()
+
+
+@contextmanager
+def _runtime(database_url: str | None) -> Iterator[Runtime]:
+    runtime = Runtime(Settings.from_env(database_url=database_url))
+    try:
+        yield runtime
+    finally:
+        runtime.close()
+
+
+def _fail(exc: WaystoneError) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {exc}", highlight=False)
+    return typer.Exit(code=exc.exit_code)
+
+
+def _guard(fn: Callable[[], None]) -> None:
+    """Run a command body, turning Waystone and database errors into clean exits."""
+    import psycopg
+
+    try:
+        fn()
+    except WaystoneError as exc:
+        raise _fail(exc) from None
+    except psycopg.OperationalError as exc:
+        raise _fail(DatabaseUnavailable(f"Postgres is unreachable: {exc}")) from None
+
+
+def _render_status(status: RunStatus) -> None:
+    colour = {"done": "green", "failed": "red", "waiting": "yellow", "needs-human": "magenta"}.get(
+        status.state, "cyan"
+    )
+    out.print(f"[bold]{status.thread_id}[/]  [{colour}]{status.state}[/]  ({status.agent})")
+    out.print(f"  reason: {status.reason}", highlight=False)
+    if status.step:
+        out.print(f"  next step: {status.step}")
+    if status.pending_approval:
+        p = status.pending_approval
+        out.print(
+            f"  [yellow]waiting for approval[/] of [bold]{p['tool']}[/] {json.dumps(p['args'])}",
+            highlight=False,
+        )
+        out.print(
+            f"    why: {p['reason']}\n    key: {p['idempotency_key']}\n    digest: {p['digest']}",
+            highlight=False,
+        )
+        hint = (
+            "decision recorded; `waystone run` resumes it"
+            if status.decision_recorded
+            else (
+                f"`waystone approve {status.thread_id}` or `waystone reject {status.thread_id} "
+                "--reason ...`"
+            )
+        )
+        out.print(f"    next: {hint}", highlight=False)
+
+
+def _render_history(history: dict[str, Any]) -> None:
+    out.print(
+        f"[bold]{history['thread_id']}[/]  {history['state']}: {history['reason']}", highlight=False
+    )
+    table = Table("#", "at", "kind", "what", show_lines=False)
+    for event in history["events"]:
+        what = event["reason"]
+        if event["kind"] == "transition":
+            what = f"{event['from_state'] or '∅'} -> {event['to_state']}: {what}"
+        table.add_row(str(event["id"]), str(event["created_at"])[11:23], event["kind"], what)
+    out.print(table)
+    steps = Table("step", "checkpoint", "after", "next")
+    for cp in history["checkpoints"]:
+        steps.add_row(
+            str(cp["step"]), cp["checkpoint_id"], ", ".join(cp["after"]), ", ".join(cp["next"])
+        )
+    out.print(steps)
+    effects = Table("effect key", "tool", "status", "attempts", "receipt")
+    for e in history["effects"]:
+        effects.add_row(
+            e["key"],
+            e["tool"],
+            e["status"],
+            str(e["attempts"]),
+            str((e["receipt"] or {}).get("id", "")),
+        )
+    out.print(effects)
+
+
+@app.command()
+def start(
+    agent: Annotated[str, typer.Option("--agent", help="The agent to run, e.g. refund.")],
+    input: Annotated[str, typer.Option("--input", help="The run's input, a JSON object.")],
+    goal: Annotated[str | None, typer.Option("--goal", help="The goal, in words.")] = None,
+    thread_id: Annotated[str | None, typer.Option("--thread-id", help="Choose the id.")] = None,
+    key: Annotated[str | None, typer.Option("--key", help="Start once per key.")] = None,
+    as_json: JsonOpt = False,
+    database_url: DbOpt = None,
+) -> None:
+    """Create a queued run and print its thread id."""
+
+    def body() -> None:
+        data = _parse_json(input, "--input")
+        with _runtime(database_url) as rt:
+            status = rt.start(agent, data, goal=goal, thread_id=thread_id, key=key)
+        _emit(as_json, status.to_dict(), lambda: _render_status(status))
+
+    _guard(body)
+
+
+@app.command()
+def run(thread_id: ThreadArg, as_json: JsonOpt = False, database_url: DbOpt = None) -> None:
+    """Drive a run in this process until it waits or ends."""
+
+    def body() -> None:
+        with _runtime(database_url) as rt:
+            status = rt.run(thread_id)
+        _emit(as_json, status.to_dict(), lambda: _render_status(status))
+
+    _guard(body)
+
+
+@app.command()
+def status(thread_id: ThreadArg, as_json: JsonOpt = False, database_url: DbOpt = None) -> None:
+    """Show a run's state, next step and pending approval."""
+
+    def body() -> None:
+        with _runtime(database_url) as rt:
+            result = rt.status(thread_id)
+        _emit(as_json, result.to_dict(), lambda: _render_status(result))
+
+    _guard(body)
+
+
+@app.command("list")
+def list_runs(
+    state: Annotated[str | None, typer.Option("--state", help="Only runs in this state.")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1)] = 100,
+    as_json: JsonOpt = False,
+    database_url: DbOpt = None,
+) -> None:
+    """List runs, newest first."""
+    from waystone.runs.states import STATES
+
+    def body() -> None:
+        if state is not None and state not in STATES:
+            raise BadInput(f"--state must be one of {', '.join(STATES)}")
+        with _runtime(database_url) as rt:
+            runs = rt.list(state, limit)
+
+        def render() -> None:
+            table = Table("thread id", "agent", "state", "updated", "reason")
+            for r in runs:
+                table.add_row(r.thread_id, r.agent, r.state, r.updated_at[:19], r.reason)
+            out.print(table)
+
+        _emit(as_json, {"runs": [r.to_dict() for r in runs]}, render)
+
+    _guard(body)
+
+
+@app.command()
+def history(thread_id: ThreadArg, as_json: JsonOpt = False, database_url: DbOpt = None) -> None:
+    """The run's events, node checkpoints and effects, in order."""
+
+    def body() -> None:
+        with _runtime(database_url) as rt:
+            result = rt.history(thread_id)
+        _emit(as_json, result, lambda: _render_history(result))
+
+    _guard(body)
+
+
+@app.command()
+def approve(
+    thread_id: ThreadArg,
+    by: ByOpt = None,
+    comment: Annotated[str | None, typer.Option("--comment")] = None,
+    args: Annotated[str | None, typer.Option("--args", help="Edited arguments (JSON).")] = None,
+    run_now: Annotated[bool, typer.Option("--run", help="Continue the run here.")] = False,
+    as_json: JsonOpt = False,
+    database_url: DbOpt = None,
+) -> None:
+    """Approve the action a run waits on (or approve edited arguments with --args)."""
+
+    def body() -> None:
+        edited = _parse_json(args, "--args") if args is not None else None
+        if edited is not None and (not isinstance(edited, dict) or not edited):
+            raise BadInput("--args must be a non-empty JSON object")
+        with _runtime(database_url) as rt:
+            result = rt.approve(thread_id, by=_actor(by), comment=comment, args=edited)
+            if run_now:
+                result = rt.run(thread_id)
+        _emit(as_json, result.to_dict(), lambda: _render_status(result))
+
+    _guard(body)
+
+
+@app.command()
+def reject(
+    thread_id: ThreadArg,
+    reason: Annotated[str, typer.Option("--reason", help="Why (required).")],
+    by: ByOpt = None,
+    run_now: Annotated[bool, typer.Option("--run", help="Continue the run here.")] = False,
+    as_json: JsonOpt = False,
+    database_url: DbOpt = None,
+) -> None:
+    """Reject the action a run waits on; the run ends without it."""
+
+    def body() -> None:
+        with _runtime(database_url) as rt:
+            result = rt.reject(thread_id, by=_actor(by), reason=reason)
+            if run_now:
+                result = rt.run(thread_id)
+        _emit(as_json, result.to_dict(), lambda: _render_status(result))
+
+    _guard(body)
+
+
+@app.command()
+def requeue(
+    thread_id: ThreadArg,
+    reason: Annotated[str, typer.Option("--reason", help="What was checked or fixed.")],
+    by: ByOpt = None,
+    as_json: JsonOpt = False,
+    database_url: DbOpt = None,
+) -> None:
+    """Put a failed or needs-human run back in the queue, once a person has looked."""
+
+    def body() -> None:
+        with _runtime(database_url) as rt:
+            result = rt.requeue(thread_id, by=_actor(by), reason=reason)
+        _emit(as_json, result.to_dict(), lambda: _render_status(result))
+
+    _guard(body)
+
+
+@app.command()
+def demo(
+    approve_it: Annotated[bool, typer.Option("--approve", help="Approve without asking.")] = False,
+    as_json: JsonOpt = False,
+    database_url: DbOpt = None,
+) -> None:
+    """Run the refund agent against the example provider, through an approval, to done."""
+    from waystone.examples.provider import ProviderProcess
+
+    def body() -> None:
+        with (
+            tempfile.TemporaryDirectory(prefix="waystone-demo-") as tmp,
+            ProviderProcess.start(Path(tmp) / "payments.sqlite3") as provider,
+            _runtime(database_url) as rt,
+        ):
+            os.environ["WAYSTONE_PAYMENTS_URL"] = provider.url
+
+            def say(text: str) -> None:
+                if not as_json:
+                    out.print(text, highlight=False)
+
+            say(f"payments provider on {provider.url}; database {rt.db.url}")
+            started = rt.start(
+                "refund",
+                {
+                    "order_id": "1001",
+                    "amount": "120.00",
+                    "currency": "EUR",
+                    "email": "ana@example.com",
+                },
+            )
+            say(f"started {started.thread_id}: {rt.registry.get(started.thread_id).goal}")
+            waiting = rt.run(started.thread_id)
+            if not as_json:
+                _render_status(waiting)
+            if waiting.state != "waiting":
+                raise WaystoneError(f"expected the run to wait for approval, it is {waiting.state}")
+            if not approve_it and not typer.confirm("Approve this refund?", default=True):
+                rt.reject(started.thread_id, by=_actor(None), reason="declined in the demo")
+            else:
+                rt.approve(started.thread_id, by=_actor(None), comment="approved in the demo")
+            final = rt.run(started.thread_id)
+            hist = rt.history(started.thread_id)
+            ledger = provider.ledger()
+        result = {
+            "thread_id": final.thread_id,
+            "state": final.state,
+            "reason": final.reason,
+            "history": hist,
+            "provider_ledger": ledger,
+        }
+
+        def render() -> None:
+            _render_history(hist)
+            out.print(
+                f"provider ledger: {len(ledger['refunds'])} refund(s), "
+                f"{len(ledger['notifications'])} notification(s)"
+            )
+            _render_status(final)
+
+        _emit(as_json, result, render)
+
+    _guard(body)
+
+
+@debug_app.command("crash-points")
+def crash_points(as_json: JsonOpt = False, database_url: DbOpt = None) -> None:
+    """List every WAYSTONE_CRASH_AT point."""
+    del database_url
+
+    def render() -> None:
+        for name, where in CRASH_POINTS.items():
+            out.print(f"{name:28} {where}", highlight=False)
+
+    points = [{"name": k, "where": v} for k, v in CRASH_POINTS.items()]
+    _emit(as_json, {"crash_points": points}, render)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

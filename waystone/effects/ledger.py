@@ -1,0 +1,72 @@
+"""The effect ledger: the one class that reads and writes ``waystone.effects``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from waystone.checkpointing.database import Database
+
+
+@dataclass(frozen=True)
+class Effect:
+    key: str
+    thread_id: str
+    ordinal: int
+    tool: str
+    args: dict[str, Any]
+    status: str
+    attempts: int
+    receipt: dict[str, Any] | None
+    confirmation: dict[str, Any] | None
+    error: str | None
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Effect:
+        return cls(**{k: row[k] for k in cls.__dataclass_fields__})
+
+
+class Ledger:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def get(self, key: str) -> Effect | None:
+        row = self.db.fetch_one("get_effect", key=key)
+        return Effect.from_row(row) if row else None
+
+    def for_thread(self, thread_id: str) -> list[Effect]:
+        return [Effect.from_row(r) for r in self.db.fetch_all("list_effects", thread_id=thread_id)]
+
+    def record_intent(
+        self, *, key: str, thread_id: str, ordinal: int, tool: str, args: dict[str, Any]
+    ) -> Effect:
+        """Commit the intent (or count one more attempt) before calling the provider."""
+        row = self.db.fetch_one(
+            "record_intent", key=key, thread_id=thread_id, ordinal=ordinal, tool=tool, args=args
+        )
+        assert row is not None
+        return Effect.from_row(row)
+
+    def update(
+        self,
+        key: str,
+        status: str,
+        *,
+        receipt: dict[str, Any] | None = None,
+        confirmation: dict[str, Any] | None = None,
+        error: str | None = None,
+    ) -> Effect:
+        row = self.db.fetch_one(
+            "update_effect",
+            key=key,
+            status=status,
+            receipt=receipt,
+            confirmation=confirmation,
+            error=error,
+        )
+        if row is None:
+            raise KeyError(f"no effect with key {key!r} in the ledger")
+        return Effect.from_row(row)

@@ -1,0 +1,136 @@
+"""Perform one effect exactly once: ledger first, then the provider, then the receipt.
+
+The runner consults the ledger, follows the reconciliation table
+(:mod:`waystone.effects.reconcile`), retries transient failures with bounded backoff
+(attempts are counted in Postgres, so they survive a restart), reconciles unknown
+outcomes by lookup before any second call, and gives up to a person when it cannot know.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from waystone.crash import crash_point
+from waystone.effects.ledger import Effect, Ledger
+from waystone.effects.reconcile import Step, after_lookup, next_step
+from waystone.effects.tools import Tool
+from waystone.errors import PermanentError, TransientError, UnknownOutcome
+
+logger = logging.getLogger(__name__)
+
+EventFn = Callable[[str, str, dict[str, Any]], None]
+Status = Literal["applied", "confirmed", "failed", "needs-human"]
+
+
+@dataclass(frozen=True)
+class EffectResult:
+    status: Status
+    receipt: dict[str, Any] | None = None
+    confirmation: dict[str, Any] | None = None
+    reason: str = ""
+
+
+@dataclass
+class EffectRunner:
+    ledger: Ledger
+    event: EventFn  # (kind, reason, evidence) -> recorded on the run's history
+    sleep: Callable[[float], None] = time.sleep
+    rand: Callable[[], float] = field(default=random.random)
+
+    def perform(self, thread_id: str, action: dict[str, Any], tool: Tool) -> EffectResult:
+        key, args = action["key"], action["args"]
+        row = self.ledger.get(key)
+        step = next_step(
+            row.status if row else None,  # type: ignore[arg-type]
+            has_lookup=tool.lookup is not None,
+            dedupes=tool.idempotent_by_key,
+        )
+        if row is not None and step is not Step.APPLY:
+            self.event("effect-resume", f"ledger says {row.status}: {step.value}", {"key": key})
+        while True:
+            if step is Step.REUSE:
+                assert row is not None
+                return EffectResult("confirmed", row.receipt, row.confirmation)
+            if step is Step.CONFIRM:
+                assert row is not None
+                return EffectResult("applied", row.receipt)
+            if step is Step.FAILED:
+                return EffectResult("failed", reason=(row.error if row else "") or "failed")
+            if step is Step.NEEDS_HUMAN:
+                reason = (
+                    f"outcome of {tool.name} (key {key}) is unknown and the tool has neither "
+                    "a lookup nor key deduplication: a person must check the provider"
+                )
+                self.event("needs-human", reason, {"key": key, "tool": tool.name})
+                return EffectResult("needs-human", reason=reason)
+            if step is Step.LOOKUP:
+                step, row = self._lookup(key, args, tool)
+                continue
+            step, row, result = self._apply(thread_id, action, tool)
+            if result is not None:
+                return result
+
+    def _lookup(self, key: str, args: dict[str, Any], tool: Tool) -> tuple[Step, Effect | None]:
+        assert tool.lookup is not None
+        for attempt in range(1, tool.retry.max_attempts + 1):
+            try:
+                found = tool.lookup(args, key, tool.timeout_s)
+                break
+            except (TransientError, UnknownOutcome) as exc:
+                self.event("lookup-retry", str(exc), {"key": key, "attempt": attempt})
+                self.sleep(tool.retry.delay(attempt, self.rand()))
+        else:
+            return Step.NEEDS_HUMAN, self.ledger.get(key)
+        step = after_lookup(found is not None)
+        if found is not None:
+            row = self.ledger.update(key, "applied", receipt=found)
+            self.event("reconciled", "lookup found the effect: recorded as applied", {"key": key})
+            return step, row
+        self.event(
+            "reconciled",
+            "lookup proved the effect absent: applying with the same key",
+            {"key": key},
+        )
+        return step, self.ledger.get(key)
+
+    def _apply(
+        self, thread_id: str, action: dict[str, Any], tool: Tool
+    ) -> tuple[Step, Effect | None, EffectResult | None]:
+        key, args = action["key"], action["args"]
+        row = self.ledger.record_intent(
+            key=key, thread_id=thread_id, ordinal=action["ordinal"], tool=tool.name, args=args
+        )
+        if row.attempts > tool.retry.max_attempts:
+            reason = f"{tool.name} failed {row.attempts - 1} times; retries exhausted"
+            self.ledger.update(key, "failed", error=reason)
+            self.event("retries-exhausted", reason, {"key": key, "attempts": row.attempts - 1})
+            return Step.NEEDS_HUMAN, row, EffectResult("needs-human", reason=reason)
+        crash_point("execute:after-intent")
+        try:
+            receipt = tool.apply(args, key, tool.timeout_s)
+        except TransientError as exc:
+            self.ledger.update(key, "intent", error=str(exc))
+            self.event("retry", f"transient: {exc}", {"key": key, "attempt": row.attempts})
+            self.sleep(tool.retry.delay(row.attempts, self.rand()))
+            return Step.APPLY, row, None
+        except PermanentError as exc:
+            self.ledger.update(key, "failed", error=str(exc))
+            self.event("effect-failed", f"permanent: {exc}", {"key": key})
+            return Step.FAILED, row, EffectResult("failed", reason=str(exc))
+        except UnknownOutcome as exc:
+            row = self.ledger.update(key, "unknown", error=str(exc))
+            self.event("unknown-outcome", str(exc), {"key": key, "attempt": row.attempts})
+            step = next_step(
+                "unknown", has_lookup=tool.lookup is not None, dedupes=tool.idempotent_by_key
+            )
+            return step, row, None
+        crash_point("execute:after-apply")
+        row = self.ledger.update(key, "applied", receipt=receipt)
+        self.event("effect-applied", f"{tool.name} applied", {"key": key, "receipt": receipt})
+        crash_point("execute:after-receipt")
+        return Step.CONFIRM, row, EffectResult("applied", receipt)

@@ -1,0 +1,77 @@
+"""The tool contract: what a tool declares so that its effect can be made safe.
+
+A tool performs one external effect. It says how risky it is, how long a call may take,
+how often a transient failure may be retried, and how it can be reconciled after an
+unknown outcome: by the provider deduplicating on the idempotency key
+(``idempotent_by_key``) and/or by a ``lookup`` that finds the effect by its key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from waystone.errors import PermanentError
+
+Receipt = dict[str, Any]
+ApplyFn = Callable[[dict[str, Any], str, float], Receipt]
+LookupFn = Callable[[dict[str, Any], str, float], Receipt | None]
+ConfirmFn = Callable[[dict[str, Any], str, Receipt, float], Receipt | None]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Bounded exponential backoff with full jitter for transient failures."""
+
+    max_attempts: int = 4
+    base_delay_s: float = 0.2
+    max_delay_s: float = 5.0
+
+    def delay(self, attempt: int, rand: float) -> float:
+        """Delay before attempt ``attempt + 1`` (``attempt`` >= 1), ``rand`` in [0, 1)."""
+        ceiling = min(self.max_delay_s, self.base_delay_s * (2 ** (attempt - 1)))
+        return float(ceiling * (0.5 + rand / 2))
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One external effect and how to make it safe.
+
+    ``apply(args, key, timeout)`` performs it and returns the provider's receipt.
+    ``lookup(args, key, timeout)`` returns the receipt of an effect made with ``key``, or
+    ``None`` when the provider proves it absent. ``confirm(args, key, receipt, timeout)``
+    reads the effect back; ``None`` means it could not be found.
+    """
+
+    name: str
+    description: str
+    args_model: type[BaseModel]
+    apply: ApplyFn
+    confirm: ConfirmFn
+    lookup: LookupFn | None = None
+    idempotent_by_key: bool = False
+    risk: str = "low"
+    timeout_s: float = 30.0
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+    def validate(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Validated, normalised arguments; :class:`PermanentError` when they are invalid."""
+        try:
+            model = self.args_model.model_validate(args)
+        except ValidationError as exc:
+            raise PermanentError(f"invalid arguments for {self.name}: {exc}") from exc
+        return model.model_dump(mode="json")
+
+    def schema(self) -> dict[str, Any]:
+        """The OpenAI-style function schema a chat model is bound to."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.args_model.model_json_schema(),
+            },
+        }

@@ -1,0 +1,70 @@
+"""Errors that say what happened and what to do next.
+
+Every error Waystone raises derives from :class:`WaystoneError`. Each subclass carries the
+CLI exit code it maps to and whether retrying the same call can help, so callers never
+parse messages to decide.
+"""
+
+from __future__ import annotations
+
+
+class WaystoneError(Exception):
+    """Base class. ``exit_code`` is what the CLI exits with; ``retryable`` says if a retry helps."""
+
+    exit_code = 1
+    retryable = False
+
+
+class BadInput(WaystoneError):
+    """The caller gave malformed or invalid input (exit 2)."""
+
+    exit_code = 2
+
+
+class UnknownThread(WaystoneError):
+    """No run exists with that thread id (exit 3)."""
+
+    exit_code = 3
+
+    def __init__(self, thread_id: str) -> None:
+        super().__init__(
+            f"unknown thread {thread_id!r}: no run has that thread id "
+            "(see `waystone list` for the runs that exist)"
+        )
+        self.thread_id = thread_id
+
+
+class TransitionNotAllowed(WaystoneError):
+    """The run's current state does not allow the requested change (exit 4)."""
+
+    exit_code = 4
+
+
+class LeaseLost(WaystoneError):
+    """Another process holds (or took over) the run's lease; this process must stop."""
+
+    exit_code = 5
+
+
+class DatabaseUnavailable(WaystoneError):
+    """Postgres cannot be reached. Retrying later can help."""
+
+    exit_code = 6
+    retryable = True
+
+
+class TransientError(WaystoneError):
+    """A failure that a bounded retry with backoff can fix (connection reset, 429, 5xx)."""
+
+    retryable = True
+
+
+class PermanentError(WaystoneError):
+    """A failure that no retry can fix (validation, 4xx)."""
+
+
+class UnknownOutcome(WaystoneError):
+    """A call whose effect may or may not have happened (timeout, crash mid-call).
+
+    Never retried blindly: the effect is reconciled by its idempotency key first.
+    """

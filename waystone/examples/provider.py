@@ -1,0 +1,69 @@
+"""Start the example payments provider in a subprocess (for the demo, tests and notebooks)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class ProviderProcess:
+    """A running ``python -m waystone.examples.payments``; ``url`` is where it listens."""
+
+    process: subprocess.Popen[str]
+    url: str
+    db_path: Path
+
+    @classmethod
+    def start(cls, db_path: Path, port: int = 0, timeout: float = 15.0) -> ProviderProcess:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "waystone.examples.payments",
+                "--port",
+                str(port),
+                "--db",
+                str(db_path),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        assert process.stdout is not None
+        deadline = time.monotonic() + timeout
+        line = process.stdout.readline()
+        if not line.startswith("listening on ") or time.monotonic() > deadline:
+            process.kill()
+            process.wait()
+            process.stdout.close()
+            raise RuntimeError(f"the payments provider did not start: {line!r}")
+        return cls(process=process, url=line.split("listening on ", 1)[1].strip(), db_path=db_path)
+
+    def ledger(self) -> dict[str, Any]:
+        with urllib.request.urlopen(f"{self.url}/_ledger", timeout=10) as response:
+            data: dict[str, Any] = json.loads(response.read())
+            return data
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+    def __enter__(self) -> ProviderProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

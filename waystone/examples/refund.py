@@ -1,0 +1,220 @@
+"""The refund agent: refund an order, then notify the customer.
+
+Its tools talk over HTTP to the example payments provider
+(``python -m waystone.examples.payments``), found through ``WAYSTONE_PAYMENTS_URL``.
+Policy: refunds above 100.00 need a person's approval; notifications are allowed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from decimal import Decimal
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator
+
+from waystone.agent import AgentSpec, Check, CheckResult
+from waystone.effects import http
+from waystone.effects.tools import Tool
+from waystone.errors import BadInput
+from waystone.policy import Rule, RulePolicy
+from waystone.proposers import Proposal, Proposer, ScriptedProposer
+
+DEFAULT_PAYMENTS_URL = "http://127.0.0.1:8700"
+
+
+def payments_url() -> str:
+    return os.environ.get("WAYSTONE_PAYMENTS_URL", DEFAULT_PAYMENTS_URL).rstrip("/")
+
+
+class RefundArgs(BaseModel):
+    """Refund an order."""
+
+    order_id: str = Field(min_length=1)
+    amount: str = Field(description="decimal with two places, e.g. 120.00")
+    currency: str = Field(pattern=r"^[A-Z]{3}$")
+
+    @field_validator("amount")
+    @classmethod
+    def _two_places(cls, value: str) -> str:
+        if not re.fullmatch(r"\d+\.\d{2}", value) or Decimal(value) <= 0:
+            raise ValueError("amount must be a positive decimal with two places, e.g. 120.00")
+        return value
+
+
+class NotifyArgs(BaseModel):
+    """Send the customer a message."""
+
+    to: str = Field(min_length=3)
+    body: str = Field(min_length=1)
+
+
+def _refund_apply(args: dict[str, Any], key: str, timeout: float) -> dict[str, Any]:
+    receipt: dict[str, Any] = http.request(
+        "POST",
+        f"{payments_url()}/refunds",
+        json=args,
+        headers={"Idempotency-Key": key},
+        timeout=timeout,
+    )
+    return receipt
+
+
+def _refund_lookup(args: dict[str, Any], key: str, timeout: float) -> dict[str, Any] | None:
+    del args
+    found = http.request(
+        "GET", f"{payments_url()}/refunds", params={"idempotency_key": key}, timeout=timeout
+    )
+    return found[0] if found else None
+
+
+def _refund_confirm(
+    args: dict[str, Any], key: str, receipt: dict[str, Any], timeout: float
+) -> dict[str, Any] | None:
+    del args, key
+    found: dict[str, Any] | None = http.request(
+        "GET", f"{payments_url()}/refunds/{receipt['id']}", timeout=timeout, not_found_ok=True
+    )
+    return found
+
+
+def _notify_apply(args: dict[str, Any], key: str, timeout: float) -> dict[str, Any]:
+    receipt: dict[str, Any] = http.request(
+        "POST",
+        f"{payments_url()}/notifications",
+        json={**args, "client_ref": key},
+        timeout=timeout,
+    )
+    return receipt
+
+
+def _notify_lookup(args: dict[str, Any], key: str, timeout: float) -> dict[str, Any] | None:
+    del args
+    found = http.request(
+        "GET", f"{payments_url()}/notifications", params={"client_ref": key}, timeout=timeout
+    )
+    return found[0] if found else None
+
+
+def _notify_confirm(
+    args: dict[str, Any], key: str, receipt: dict[str, Any], timeout: float
+) -> dict[str, Any] | None:
+    del receipt
+    return _notify_lookup(args, key, timeout)
+
+
+REFUND = Tool(
+    name="refund",
+    description="Refund an order to the customer's original payment method.",
+    args_model=RefundArgs,
+    apply=_refund_apply,
+    lookup=_refund_lookup,
+    confirm=_refund_confirm,
+    idempotent_by_key=True,
+    risk="high",
+)
+
+NOTIFY = Tool(
+    name="notify_customer",
+    description="Send the customer a message.",
+    args_model=NotifyArgs,
+    apply=_notify_apply,
+    lookup=_notify_lookup,
+    confirm=_notify_confirm,
+    idempotent_by_key=False,
+    risk="low",
+)
+
+POLICY = RulePolicy(
+    rules=[
+        Rule(
+            "require_approval",
+            "refunds above 100.00 need approval",
+            tool="refund",
+            arg_above=("amount", "100.00"),
+        ),
+        Rule("allow", "refunds up to 100.00 are allowed", tool="refund"),
+        Rule("allow", "notifications are allowed", tool="notify_customer"),
+    ]
+)
+
+
+class RefundInput(BaseModel):
+    order_id: str = Field(min_length=1)
+    amount: str
+    currency: str = Field(pattern=r"^[A-Z]{3}$")
+    email: str = Field(min_length=3)
+
+
+def validate_input(raw: dict[str, Any]) -> dict[str, Any]:
+    try:
+        model = RefundInput.model_validate(raw)
+        RefundArgs(order_id=model.order_id, amount=model.amount, currency=model.currency)
+    except ValueError as exc:
+        raise BadInput(f"invalid input for the refund agent: {exc}") from exc
+    return model.model_dump()
+
+
+def plan(input: dict[str, Any]) -> list[Proposal]:
+    return [
+        Proposal(
+            "refund",
+            {
+                "order_id": input["order_id"],
+                "amount": input["amount"],
+                "currency": input["currency"],
+            },
+        ),
+        Proposal(
+            "notify_customer",
+            {
+                "to": input["email"],
+                "body": f"Your refund of {input['amount']} {input['currency']} for order "
+                f"{input['order_id']} is on its way.",
+            },
+        ),
+    ]
+
+
+def _confirmed(completed: list[dict[str, Any]], tool: str) -> list[dict[str, Any]]:
+    return [c for c in completed if c["tool"] == tool and c.get("confirmation")]
+
+
+def refund_confirmed(input: dict[str, Any], completed: list[dict[str, Any]]) -> CheckResult:
+    """A refund for the order succeeded at the provider, for the amount that was authorized
+    (the input's, or the one a person approved in an edit)."""
+    for c in _confirmed(completed, "refund"):
+        conf = c["confirmation"]
+        if (
+            conf.get("status") == "succeeded"
+            and conf.get("order_id") == input["order_id"]
+            and Decimal(conf.get("amount", "0")) == Decimal(c["args"]["amount"])
+        ):
+            return CheckResult(True, f"refund {conf.get('id')} of {conf.get('amount')} succeeded")
+    return CheckResult(False, "no confirmed refund for the order")
+
+
+def customer_notified(input: dict[str, Any], completed: list[dict[str, Any]]) -> CheckResult:
+    for c in _confirmed(completed, "notify_customer"):
+        if c["confirmation"].get("to") == input["email"]:
+            return CheckResult(True, f"notification {c['confirmation'].get('id')} sent")
+    return CheckResult(False, "the customer has not been notified")
+
+
+def build(proposer: Proposer | None = None) -> AgentSpec:
+    """The refund agent; ``proposer`` defaults to the offline scripted plan."""
+    return AgentSpec(
+        name="refund",
+        tools={REFUND.name: REFUND, NOTIFY.name: NOTIFY},
+        policy=POLICY,
+        proposer=proposer or ScriptedProposer(plan),
+        checks=[
+            Check("refund_confirmed", refund_confirmed),
+            Check("customer_notified", customer_notified),
+        ],
+        describe_goal=lambda i: (
+            f"Refund {i['amount']} {i['currency']} for order {i['order_id']} and tell {i['email']}."
+        ),
+        validate_input=validate_input,
+    )

@@ -1,0 +1,80 @@
+"""The graph's state: small, typed, compact.
+
+Receipts and confirmations in the state are summaries; the full records live in the
+effect ledger. ``evidence`` keeps the last entries only, so a long run's state stays flat.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+EVIDENCE_LIMIT = 20
+
+
+class Action(TypedDict):
+    ordinal: int
+    tool: str
+    args: dict[str, Any]
+    risk: str
+    key: str
+    digest: str
+
+
+class Outcome(TypedDict):
+    state: str  # done | failed | needs-human
+    reason: str
+
+
+def keep_recent(left: list[dict[str, Any]], right: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Append, keeping only the newest ``EVIDENCE_LIMIT`` entries."""
+    return (left + right)[-EVIDENCE_LIMIT:]
+
+
+def merge_checks(
+    left: dict[str, dict[str, Any]], right: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    return {**left, **right}
+
+
+class AgentState(TypedDict, total=False):
+    goal: str
+    input: dict[str, Any]
+    action: Action | None
+    decision: dict[str, Any] | None
+    receipt: dict[str, Any] | None
+    confirmation: dict[str, Any] | None
+    failure: dict[str, Any] | None
+    completed: Annotated[list[dict[str, Any]], operator.add]
+    checks: Annotated[dict[str, dict[str, Any]], merge_checks]
+    evidence: Annotated[list[dict[str, Any]], keep_recent]
+    ordinal: int
+    steps: int
+    outcome: Outcome | None
+
+
+class CheckTask(TypedDict):
+    """What verify sends to each parallel check."""
+
+    name: str
+    round: int
+    input: dict[str, Any]
+    completed: list[dict[str, Any]]
+
+
+def initial_state(goal: str, input: dict[str, Any]) -> AgentState:
+    return {
+        "goal": goal,
+        "input": input,
+        "action": None,
+        "decision": None,
+        "receipt": None,
+        "confirmation": None,
+        "failure": None,
+        "completed": [],
+        "checks": {},
+        "evidence": [],
+        "ordinal": 0,
+        "steps": 0,
+        "outcome": None,
+    }

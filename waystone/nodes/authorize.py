@@ -1,0 +1,101 @@
+"""authorize: policy decides; a person decides through ``interrupt()`` when policy asks.
+
+Nothing with a side effect runs before ``interrupt()``: LangGraph re-runs this node from
+its first line when the run resumes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import interrupt
+
+from waystone.approval import ApprovalRequest, parse_decision
+from waystone.crash import crash_point
+from waystone.effects.keys import action_digest, idempotency_key
+from waystone.errors import BadInput, PermanentError
+from waystone.graph.ports import Ports, thread_id_of
+from waystone.graph.state import Action, AgentState
+
+
+def make_authorize(ports: Ports) -> Any:
+    agent = ports.agent
+
+    def authorize(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        action = state.get("action")
+        assert action is not None, "authorize runs only with a proposed action"
+        verdict = agent.policy.decide(action["tool"], action["risk"], action["args"])
+        if verdict.verdict == "allow":
+            decision = {
+                "choice": "allow",
+                "by": "policy",
+                "reason": verdict.reason,
+                "digest": action["digest"],
+            }
+            return {"decision": decision}
+        if verdict.verdict == "deny":
+            reason = f"policy denied {action['tool']}: {verdict.reason}"
+            return {
+                "decision": {
+                    "choice": "deny",
+                    "by": "policy",
+                    "reason": verdict.reason,
+                    "digest": action["digest"],
+                },
+                "outcome": {"state": "failed", "reason": reason},
+            }
+        request = ApprovalRequest(
+            tool=action["tool"],
+            args=action["args"],
+            reason=verdict.reason,
+            idempotency_key=action["key"],
+            digest=action["digest"],
+            risk=action["risk"],
+            ordinal=action["ordinal"],
+        )
+        raw = interrupt(request.to_payload())
+        crash_point("authorize:after-decision")
+        return _apply_decision(ports, thread_id_of(config), action, raw)
+
+    return authorize
+
+
+def _apply_decision(ports: Ports, thread_id: str, action: Action, raw: object) -> dict[str, Any]:
+    try:
+        decision = parse_decision(raw)
+    except BadInput as exc:
+        return {"decision": None, "evidence": [{"step": "authorize", "ignored": str(exc)}]}
+    if decision.digest != action["digest"]:
+        note = {
+            "step": "authorize",
+            "ignored": "decision for another action",
+            "digest": decision.digest,
+        }
+        return {"decision": None, "evidence": [note]}
+    record = {**decision.to_dict(), "digest": action["digest"]}
+    note = {"step": "authorize", "choice": decision.choice, "by": decision.by}
+    if decision.choice == "reject":
+        reason = f"rejected by {decision.by}: {decision.comment}"
+        return {
+            "decision": record,
+            "evidence": [note],
+            "outcome": {"state": "failed", "reason": reason},
+        }
+    if decision.choice == "edit":
+        assert decision.args is not None
+        tool = ports.agent.tool(action["tool"])
+        assert tool is not None
+        try:
+            args = tool.validate({**action["args"], **decision.args})
+        except PermanentError as exc:
+            return {"decision": None, "evidence": [{**note, "ignored": str(exc)}]}
+        edited: Action = {
+            **action,
+            "args": args,
+            "digest": action_digest(action["tool"], args),
+            "key": idempotency_key(thread_id, action["ordinal"], action["tool"], args),
+        }
+        record["digest"] = edited["digest"]
+        return {"action": edited, "decision": record, "evidence": [note]}
+    return {"decision": record, "evidence": [note]}

@@ -1,0 +1,222 @@
+"""The run registry: the one class that reads and writes runs, events and signals.
+
+State changes go through Postgres, where a trigger enforces the transition table and
+records each accepted transition in ``run_events`` in the same transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import psycopg
+
+from waystone.checkpointing.database import Conn, Database
+from waystone.errors import LeaseLost, TransitionNotAllowed, UnknownThread
+from waystone.runs.states import ALLOWED, STATES
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Run:
+    thread_id: str
+    agent: str
+    state: str
+    goal: str
+    input: dict[str, Any]
+    start_key: str | None
+    reason: str
+    evidence: dict[str, Any]
+    lease_token: int
+    lease_owner: str | None
+    lease_expires_at: datetime | None
+    attempts: int
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Run:
+        return cls(**{k: row[k] for k in cls.__dataclass_fields__})
+
+
+def process_owner() -> str:
+    """``host:pid:nonce``: who holds a lease, precise enough to tell a dead local owner."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def owner_is_dead(owner: str | None) -> bool:
+    """True only when the owner ran on this host and its process no longer exists."""
+    if not owner:
+        return False
+    host, _, rest = owner.partition(":")
+    pid_text = rest.split(":", 1)[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+class RunRegistry:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def create(
+        self,
+        *,
+        thread_id: str,
+        agent: str,
+        goal: str,
+        input: dict[str, Any],
+        start_key: str | None = None,
+        actor: str = "waystone",
+    ) -> tuple[Run, bool]:
+        """Create a queued run; return it and whether it is new.
+
+        With a ``start_key`` already used, the existing run comes back instead.
+        """
+        row = self.db.fetch_one(
+            "create_run",
+            thread_id=thread_id,
+            agent=agent,
+            goal=goal,
+            input=input,
+            start_key=start_key,
+            reason="created",
+            evidence={"agent": agent},
+            actor=actor,
+        )
+        if row is not None:
+            return Run.from_row(row), True
+        if start_key is not None:
+            existing = self.db.fetch_one("get_run_by_start_key", start_key=start_key)
+            if existing is not None:
+                return Run.from_row(existing), False
+        existing = self.db.fetch_one("get_run", thread_id=thread_id)
+        if existing is not None:
+            raise TransitionNotAllowed(
+                f"a run with thread id {thread_id!r} already exists (state {existing['state']}); "
+                "choose another --thread-id or use `waystone status`"
+            )
+        raise TransitionNotAllowed(f"could not create run {thread_id!r}")  # pragma: no cover
+
+    def get(self, thread_id: str) -> Run:
+        row = self.db.fetch_one("get_run", thread_id=thread_id)
+        if row is None:
+            raise UnknownThread(thread_id)
+        return Run.from_row(row)
+
+    def list_runs(self, state: str | None = None, limit: int = 100) -> list[Run]:
+        rows = self.db.fetch_all("list_runs", state=state, limit=limit)
+        return [Run.from_row(r) for r in rows]
+
+    def transition(
+        self,
+        thread_id: str,
+        to_state: str,
+        *,
+        reason: str,
+        evidence: dict[str, Any] | None = None,
+        from_states: tuple[str, ...] | None = None,
+        lease_token: int | None = None,
+        actor: str = "waystone",
+        conn: Conn | None = None,
+    ) -> Run:
+        """Move a run to ``to_state``. Raises :class:`TransitionNotAllowed` if it cannot."""
+        if to_state not in STATES:
+            raise TransitionNotAllowed(f"unknown state {to_state!r}")
+        sources = from_states or tuple(s for s, dsts in ALLOWED.items() if to_state in dsts)
+        try:
+            rows = self.db.execute(
+                "transition",
+                conn=conn,
+                thread_id=thread_id,
+                to_state=to_state,
+                reason=reason,
+                evidence=evidence or {},
+                actor=actor,
+                from_states=list(sources),
+                lease_token=lease_token,
+            )
+        except psycopg.DatabaseError as exc:
+            if exc.sqlstate in ("WS409", "WS422"):  # raised by the transition trigger
+                raise TransitionNotAllowed(str(exc.diag.message_primary)) from exc
+            raise
+        if rows:
+            return Run.from_row(rows[0])
+        run = self.get(thread_id)  # raises UnknownThread
+        if lease_token is not None and run.lease_token != lease_token:
+            raise LeaseLost(
+                f"run {thread_id} is now held by {run.lease_owner} (token {run.lease_token}); "
+                f"this process's token {lease_token} is stale"
+            )
+        raise TransitionNotAllowed(
+            f"run {thread_id} is {run.state}; it cannot move to {to_state} "
+            f"(allowed from: {', '.join(sources) or 'nowhere'})"
+        )
+
+    def claim(self, thread_id: str, *, owner: str, lease_seconds: float) -> Run | None:
+        """Claim a runnable run (queued, or waiting with a pending signal), or take over a
+        running one whose lease expired or whose local owner died. ``None`` if not runnable."""
+        row = self.db.fetch_one(
+            "claim_run",
+            thread_id=thread_id,
+            owner=owner,
+            lease_seconds=lease_seconds,
+            reason="claimed",
+            evidence={"owner": owner},
+        )
+        if row is not None:
+            return Run.from_row(row)
+        current = self.get(thread_id)
+        if current.state != "running":
+            return None
+        dead = current.lease_owner if owner_is_dead(current.lease_owner) else None
+        row = self.db.fetch_one(
+            "take_over_run",
+            thread_id=thread_id,
+            owner=owner,
+            lease_seconds=lease_seconds,
+            dead_owner=dead,
+            reason="lease taken over: previous owner died" if dead else "lease expired",
+        )
+        return Run.from_row(row) if row is not None else None
+
+    def heartbeat(self, thread_id: str, lease_token: int, lease_seconds: float) -> bool:
+        row = self.db.fetch_one(
+            "heartbeat", thread_id=thread_id, lease_token=lease_token, lease_seconds=lease_seconds
+        )
+        return row is not None
+
+    def event(
+        self,
+        thread_id: str,
+        kind: str,
+        reason: str,
+        evidence: dict[str, Any] | None = None,
+        *,
+        actor: str = "waystone",
+        lease_token: int | None = None,
+    ) -> None:
+        self.db.execute(
+            "insert_event",
+            thread_id=thread_id,
+            kind=kind,
+            reason=reason,
+            evidence=evidence or {},
+            actor=actor,
+            lease_token=lease_token,
+        )
+
+    def events(self, thread_id: str) -> list[dict[str, Any]]:
+        return self.db.fetch_all("list_events", thread_id=thread_id)

@@ -1,0 +1,58 @@
+"""Signals: decisions and events addressed to a run, recorded once and consumed once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from waystone.checkpointing.database import Conn, Database
+
+
+@dataclass(frozen=True)
+class Signal:
+    id: int
+    thread_id: str
+    name: str
+    dedupe_key: str
+    payload: dict[str, Any]
+    actor: str
+    created_at: datetime
+    consumed_at: datetime | None
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Signal:
+        return cls(**{k: row[k] for k in cls.__dataclass_fields__})
+
+
+class SignalBox:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def record(
+        self, thread_id: str, name: str, dedupe_key: str, payload: dict[str, Any], actor: str
+    ) -> tuple[Signal, bool]:
+        """Record a signal; if one with the same dedupe key exists, return it and ``False``."""
+        row = self.db.fetch_one(
+            "record_signal",
+            thread_id=thread_id,
+            name=name,
+            dedupe_key=dedupe_key,
+            payload=payload,
+            actor=actor,
+        )
+        if row is not None:
+            return Signal.from_row(row), True
+        existing = self.db.fetch_one(
+            "get_signal", thread_id=thread_id, name=name, dedupe_key=dedupe_key
+        )
+        assert existing is not None
+        return Signal.from_row(existing), False
+
+    def pending(self, thread_id: str) -> list[Signal]:
+        return [
+            Signal.from_row(r) for r in self.db.fetch_all("pending_signals", thread_id=thread_id)
+        ]
+
+    def consume(self, signal_id: int, conn: Conn | None = None) -> None:
+        self.db.execute("consume_signal", conn=conn, id=signal_id)

@@ -1,0 +1,334 @@
+"""The facade the CLI, notebooks and servers use: start, run, approve, inspect.
+
+A :class:`Runtime` holds one connection pool. Every method works from any process: all
+that matters lives in Postgres, keyed by ``thread_id``.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph.state import CompiledStateGraph
+
+from waystone.agent import AgentSpec
+from waystone.approval import parse_decision
+from waystone.checkpointing.database import Database
+from waystone.checkpointing.migrations import migrate
+from waystone.checkpointing.saver import make_saver
+from waystone.config import Settings
+from waystone.effects.ledger import Ledger
+from waystone.errors import BadInput, PermanentError, TransitionNotAllowed, WaystoneError
+from waystone.graph.builder import build_graph
+from waystone.graph.ports import Ports
+from waystone.runs import driver
+from waystone.runs.registry import Run, RunRegistry, process_owner
+from waystone.runs.signals import SignalBox
+
+logger = logging.getLogger(__name__)
+
+
+def default_agents() -> dict[str, AgentSpec]:
+    from waystone.examples import refund
+
+    return {"refund": refund.build()}
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    thread_id: str
+    state: str
+    step: str | None
+    pending_approval: dict[str, Any] | None
+    agent: str
+    attempts: int
+    updated_at: str
+    reason: str
+    decision_recorded: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Runtime:
+    """Start, drive, approve and inspect runs. Close it (or use ``with``) when done."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        agents: Mapping[str, AgentSpec] | None = None,
+        *,
+        database_url: str | None = None,
+    ) -> None:
+        self.settings = settings or Settings.from_env(database_url=database_url)
+        self.agents: dict[str, AgentSpec] = dict(agents or default_agents())
+        self.db = Database.open(self.settings)
+        try:
+            migrate(self.db)
+        except BaseException:
+            self.db.close()
+            raise
+        self.registry = RunRegistry(self.db)
+        self.signals = SignalBox(self.db)
+        self.ledger = Ledger(self.db)
+        self.saver = make_saver(self.db)
+        self._graphs: dict[str, CompiledStateGraph[Any]] = {}
+        self.owner = process_owner()
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- agents and graphs -------------------------------------------------------------
+
+    def register(self, agent: AgentSpec) -> None:
+        self.agents[agent.name] = agent
+        self._graphs.pop(agent.name, None)
+
+    def agent(self, name: str) -> AgentSpec:
+        try:
+            return self.agents[name]
+        except KeyError:
+            known = ", ".join(sorted(self.agents)) or "none"
+            raise BadInput(f"unknown agent {name!r} (registered: {known})") from None
+
+    def graph(self, agent: str) -> CompiledStateGraph[Any]:
+        """The compiled graph of an agent, checkpointed in this runtime's Postgres."""
+        if agent not in self._graphs:
+            ports = Ports(agent=self.agent(agent), ledger=self.ledger, registry=self.registry)
+            self._graphs[agent] = build_graph(ports, self.saver)
+        return self._graphs[agent]
+
+    def config(self, thread_id: str) -> RunnableConfig:
+        return driver.graph_config(thread_id)
+
+    # -- commands ----------------------------------------------------------------------
+
+    def start(
+        self,
+        agent: str,
+        input: dict[str, Any],
+        *,
+        goal: str | None = None,
+        thread_id: str | None = None,
+        key: str | None = None,
+    ) -> RunStatus:
+        """Create a queued run. With ``key`` already used, the existing run comes back."""
+        spec = self.agent(agent)
+        if not isinstance(input, dict):
+            raise BadInput("--input must be a JSON object")
+        clean = spec.validate_input(input)
+        thread_id = thread_id or f"{agent}-{uuid.uuid4().hex[:12]}"
+        run, _ = self.registry.create(
+            thread_id=thread_id,
+            agent=agent,
+            goal=goal or spec.describe_goal(clean),
+            input=clean,
+            start_key=key,
+        )
+        return self.status(run.thread_id)
+
+    def run(self, thread_id: str) -> RunStatus:
+        """Drive a run in this process until it waits or ends."""
+        current = self.registry.get(thread_id)
+        claimed = self.registry.claim(
+            thread_id, owner=self.owner, lease_seconds=self.settings.lease_seconds
+        )
+        if claimed is None:
+            raise TransitionNotAllowed(_not_runnable(current))
+        spec = self.agent(claimed.agent)
+        graph = self.graph(claimed.agent)
+        with driver.heartbeat(self.registry, claimed, self.settings.lease_seconds):
+            try:
+                driver.drive(
+                    graph,
+                    claimed,
+                    self.registry,
+                    self.signals,
+                    recursion_limit=spec.max_steps * 8 + 20,
+                )
+            except WaystoneError:
+                raise
+            except Exception as exc:
+                logger.exception("run failed", extra={"thread_id": thread_id})
+                self.registry.transition(
+                    thread_id,
+                    "failed",
+                    reason=f"error: {type(exc).__name__}: {exc}",
+                    evidence={"error": repr(exc)},
+                    from_states=("running",),
+                    lease_token=claimed.lease_token,
+                )
+        return self.status(thread_id)
+
+    def requeue(self, thread_id: str, *, by: str, reason: str) -> RunStatus:
+        """Put a ``failed`` or ``needs-human`` run back in the queue, saying who and why."""
+        if not reason.strip():
+            raise BadInput("requeue needs a reason: what was checked or fixed")
+        self.registry.transition(
+            thread_id,
+            "queued",
+            reason=f"requeued by {by}: {reason}",
+            evidence={"by": by},
+            from_states=("failed", "needs-human"),
+            actor=by,
+        )
+        return self.status(thread_id)
+
+    def status(self, thread_id: str) -> RunStatus:
+        run = self.registry.get(thread_id)
+        pending, step = None, None
+        if run.agent in self.agents:
+            graph = self.graph(run.agent)
+            snapshot = graph.get_state(self.config(thread_id))
+            step = snapshot.next[0] if snapshot.next else None
+            if run.state == "waiting":
+                pending = driver.pending_interrupt(graph, thread_id)
+        recorded = any(s.name == driver.APPROVAL for s in self.signals.pending(thread_id))
+        return _status(run, step, pending, recorded)
+
+    def list(self, state: str | None = None, limit: int = 100) -> list[RunStatus]:
+        return [_status(r, None, None, False) for r in self.registry.list_runs(state, limit)]
+
+    def approve(
+        self,
+        thread_id: str,
+        *,
+        by: str,
+        comment: str | None = None,
+        args: dict[str, Any] | None = None,
+    ) -> RunStatus:
+        """Record an approval (or an edit, with ``args``) for the action the run waits on."""
+        return self._decide(thread_id, "edit" if args else "approve", by, comment, args)
+
+    def reject(self, thread_id: str, *, by: str, reason: str) -> RunStatus:
+        return self._decide(thread_id, "reject", by, reason, None)
+
+    def _decide(
+        self,
+        thread_id: str,
+        choice: str,
+        by: str,
+        comment: str | None,
+        args: dict[str, Any] | None,
+    ) -> RunStatus:
+        run = self.registry.get(thread_id)
+        pending = (
+            driver.pending_interrupt(self.graph(run.agent), thread_id)
+            if run.state == "waiting"
+            else None
+        )
+        if pending is None:
+            raise TransitionNotAllowed(
+                f"run {thread_id} is {run.state} and not waiting for an approval; "
+                "nothing to decide (see `waystone status`)"
+            )
+        raw: dict[str, Any] = {"choice": choice, "digest": pending["digest"], "by": by}
+        if comment is not None:
+            raw["comment"] = comment
+        if args is not None:
+            raw["args"] = args
+        decision = parse_decision(raw)
+        if decision.args is not None:
+            tool = self.agent(run.agent).tool(pending["tool"])
+            assert tool is not None
+            try:
+                tool.validate({**pending["args"], **decision.args})
+            except PermanentError as exc:
+                raise BadInput(str(exc)) from exc
+        record = decision.to_dict()
+        signal, created = self.signals.record(
+            thread_id, driver.APPROVAL, pending["digest"], record, actor=by
+        )
+        if not created and signal.payload != record:
+            raise TransitionNotAllowed(
+                f"a different decision ({signal.payload.get('choice')} by "
+                f"{signal.payload.get('by')}) is already recorded for this action"
+            )
+        self.registry.event(
+            thread_id,
+            "decision" if created else "decision-repeated",
+            f"{choice} by {by}" + (f": {comment}" if comment else ""),
+            {"decision": record},
+            actor=by,
+        )
+        return self.status(thread_id)
+
+    def history(self, thread_id: str) -> dict[str, Any]:
+        """Events, node checkpoints and effects of a run, in order."""
+        run = self.registry.get(thread_id)
+        checkpoints: list[dict[str, Any]] = []
+        if run.agent in self.agents:
+            graph = self.graph(run.agent)
+            snaps = list(graph.get_state_history(self.config(thread_id)))
+            snaps.reverse()
+            previous_next: list[str] = []
+            for snap in snaps:
+                meta = snap.metadata or {}
+                checkpoints.append(
+                    {
+                        "checkpoint_id": snap.config["configurable"]["checkpoint_id"],
+                        "step": meta.get("step"),
+                        "source": meta.get("source"),
+                        "after": previous_next,
+                        "next": list(snap.next),
+                        "created_at": snap.created_at,
+                    }
+                )
+                previous_next = list(snap.next)
+        events = [
+            {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in e.items()}
+            for e in self.registry.events(thread_id)
+        ]
+        effects = [
+            {
+                **asdict(e),
+                "created_at": e.created_at.isoformat(),
+                "updated_at": e.updated_at.isoformat(),
+            }
+            for e in self.ledger.for_thread(thread_id)
+        ]
+        return {
+            "thread_id": thread_id,
+            "state": run.state,
+            "reason": run.reason,
+            "events": events,
+            "checkpoints": checkpoints,
+            "effects": effects,
+        }
+
+
+def _status(
+    run: Run, step: str | None, pending: dict[str, Any] | None, recorded: bool
+) -> RunStatus:
+    return RunStatus(
+        thread_id=run.thread_id,
+        state=run.state,
+        step=step,
+        pending_approval=pending,
+        agent=run.agent,
+        attempts=run.attempts,
+        updated_at=run.updated_at.isoformat(),
+        reason=run.reason,
+        decision_recorded=recorded,
+    )
+
+
+def _not_runnable(run: Run) -> str:
+    hints = {
+        "waiting": "it waits for a decision: `waystone approve` or `waystone reject` it first",
+        "done": "it is done",
+        "failed": "it failed; `waystone requeue` it to try again",
+        "needs-human": "it needs a person; `waystone requeue` it once resolved",
+        "running": f"another process ({run.lease_owner}) holds its lease",
+    }
+    return f"run {run.thread_id} is {run.state}: {hints.get(run.state, 'not runnable')}"

@@ -1,0 +1,129 @@
+-- Named queries. Each block starts with `-- name: NAME`; waystone.sql.queries loads them.
+-- Parameters use psycopg's %(name)s style.
+
+-- name: create_run
+INSERT INTO waystone.runs (thread_id, agent, goal, input, start_key, reason, evidence, actor)
+VALUES (%(thread_id)s, %(agent)s, %(goal)s, %(input)s, %(start_key)s, %(reason)s,
+        %(evidence)s, %(actor)s)
+ON CONFLICT DO NOTHING
+RETURNING *;
+
+-- name: get_run
+SELECT * FROM waystone.runs WHERE thread_id = %(thread_id)s;
+
+-- name: get_run_by_start_key
+SELECT * FROM waystone.runs WHERE start_key = %(start_key)s;
+
+-- name: list_runs
+SELECT * FROM waystone.runs
+WHERE (%(state)s::text IS NULL OR state = %(state)s)
+ORDER BY created_at DESC, thread_id
+LIMIT %(limit)s;
+
+-- name: transition
+-- Move a run from one of the expected states; no row back means it was not in them.
+-- The trigger rejects transitions that are not allowed and records the event.
+UPDATE waystone.runs
+SET state = %(to_state)s, reason = %(reason)s, evidence = %(evidence)s, actor = %(actor)s,
+    lease_owner = CASE WHEN %(to_state)s = 'running' THEN lease_owner ELSE NULL END,
+    lease_expires_at = CASE WHEN %(to_state)s = 'running' THEN lease_expires_at ELSE NULL END
+WHERE thread_id = %(thread_id)s AND state = ANY(%(from_states)s)
+  AND (%(lease_token)s::bigint IS NULL OR lease_token = %(lease_token)s)
+RETURNING *;
+
+-- name: claim_run
+-- Take a runnable run: queued, or waiting with a signal that has arrived. The lease token
+-- goes up by one with every claim (the fencing token).
+UPDATE waystone.runs r
+SET state = 'running', reason = %(reason)s, evidence = %(evidence)s, actor = %(owner)s,
+    lease_token = r.lease_token + 1, lease_owner = %(owner)s,
+    lease_expires_at = clock_timestamp() + make_interval(secs => %(lease_seconds)s),
+    attempts = r.attempts + 1
+WHERE r.thread_id = %(thread_id)s
+  AND (r.state = 'queued'
+       OR (r.state = 'waiting' AND EXISTS (
+             SELECT 1 FROM waystone.signals s
+             WHERE s.thread_id = r.thread_id AND s.consumed_at IS NULL)))
+RETURNING *;
+
+-- name: take_over_run
+-- A running run whose lease expired (or whose owner is known dead) changes hands without
+-- a state change: a new token, a new owner, and an event on the history.
+WITH prev AS (
+    SELECT lease_owner FROM waystone.runs WHERE thread_id = %(thread_id)s
+), taken AS (
+    UPDATE waystone.runs r
+    SET lease_token = r.lease_token + 1, lease_owner = %(owner)s,
+        lease_expires_at = clock_timestamp() + make_interval(secs => %(lease_seconds)s),
+        attempts = r.attempts + 1
+    WHERE r.thread_id = %(thread_id)s AND r.state = 'running'
+      AND (r.lease_expires_at IS NULL OR r.lease_expires_at < clock_timestamp()
+           OR r.lease_owner = %(dead_owner)s)
+    RETURNING r.*
+), ev AS (
+    INSERT INTO waystone.run_events (thread_id, kind, reason, evidence, actor, lease_token)
+    SELECT taken.thread_id, 'lease-takeover', %(reason)s,
+           jsonb_build_object('previous_owner', prev.lease_owner), %(owner)s, taken.lease_token
+    FROM taken, prev
+)
+SELECT * FROM taken;
+
+-- name: heartbeat
+UPDATE waystone.runs
+SET lease_expires_at = clock_timestamp() + make_interval(secs => %(lease_seconds)s)
+WHERE thread_id = %(thread_id)s AND lease_token = %(lease_token)s AND state = 'running'
+RETURNING lease_token;
+
+-- name: insert_event
+INSERT INTO waystone.run_events (thread_id, kind, reason, evidence, actor, lease_token)
+VALUES (%(thread_id)s, %(kind)s, %(reason)s, %(evidence)s, %(actor)s, %(lease_token)s);
+
+-- name: list_events
+SELECT * FROM waystone.run_events WHERE thread_id = %(thread_id)s ORDER BY id;
+
+-- name: record_signal
+INSERT INTO waystone.signals (thread_id, name, dedupe_key, payload, actor)
+VALUES (%(thread_id)s, %(name)s, %(dedupe_key)s, %(payload)s, %(actor)s)
+ON CONFLICT (thread_id, name, dedupe_key) DO NOTHING
+RETURNING *;
+
+-- name: get_signal
+SELECT * FROM waystone.signals
+WHERE thread_id = %(thread_id)s AND name = %(name)s AND dedupe_key = %(dedupe_key)s;
+
+-- name: pending_signals
+SELECT * FROM waystone.signals
+WHERE thread_id = %(thread_id)s AND consumed_at IS NULL
+ORDER BY id;
+
+-- name: consume_signal
+UPDATE waystone.signals SET consumed_at = clock_timestamp()
+WHERE id = %(id)s AND consumed_at IS NULL
+RETURNING id;
+
+-- name: get_effect
+SELECT * FROM waystone.effects WHERE key = %(key)s;
+
+-- name: list_effects
+SELECT * FROM waystone.effects WHERE thread_id = %(thread_id)s ORDER BY ordinal, created_at;
+
+-- name: record_intent
+-- The intent is committed before the call; a second intent for the same key (a retry)
+-- only counts the attempt.
+INSERT INTO waystone.effects (key, thread_id, ordinal, tool, args, status, attempts)
+VALUES (%(key)s, %(thread_id)s, %(ordinal)s, %(tool)s, %(args)s, 'intent', 1)
+ON CONFLICT (key) DO UPDATE
+SET attempts = waystone.effects.attempts + 1, updated_at = clock_timestamp(),
+    status = CASE WHEN waystone.effects.status IN ('unknown', 'intent')
+                  THEN 'intent' ELSE waystone.effects.status END
+RETURNING *;
+
+-- name: update_effect
+UPDATE waystone.effects
+SET status = %(status)s,
+    receipt = coalesce(%(receipt)s, receipt),
+    confirmation = coalesce(%(confirmation)s, confirmation),
+    error = %(error)s,
+    updated_at = clock_timestamp()
+WHERE key = %(key)s
+RETURNING *;

@@ -1,0 +1,140 @@
+-- Waystone's schema: the one truth. A fresh database gets this file; older databases
+-- get the numbered files in migrations/ (see waystone/checkpointing/migrations.py).
+-- LangGraph's own tables (checkpoints, checkpoint_blobs, checkpoint_writes) are created
+-- by langgraph-checkpoint-postgres' setup() in the public schema.
+
+CREATE SCHEMA IF NOT EXISTS waystone;
+
+CREATE TABLE waystone.allowed_transitions (
+    from_state text NOT NULL,
+    to_state   text NOT NULL,
+    PRIMARY KEY (from_state, to_state)
+);
+
+INSERT INTO waystone.allowed_transitions (from_state, to_state) VALUES
+    ('queued', 'running'),
+    ('running', 'waiting'), ('running', 'done'), ('running', 'failed'),
+    ('running', 'needs-human'),
+    ('waiting', 'running'), ('waiting', 'failed'), ('waiting', 'needs-human'),
+    ('failed', 'queued'), ('failed', 'needs-human'),
+    ('needs-human', 'queued'), ('needs-human', 'failed');
+
+CREATE TABLE waystone.runs (
+    thread_id        text PRIMARY KEY,
+    agent            text NOT NULL,
+    state            text NOT NULL DEFAULT 'queued' CHECK (state IN
+                         ('queued', 'running', 'waiting', 'done', 'failed', 'needs-human')),
+    goal             text NOT NULL DEFAULT '',
+    input            jsonb NOT NULL DEFAULT '{}',
+    start_key        text UNIQUE,
+    reason           text NOT NULL DEFAULT 'created',
+    evidence         jsonb NOT NULL DEFAULT '{}',
+    actor            text NOT NULL DEFAULT 'waystone',
+    lease_token      bigint NOT NULL DEFAULT 0,
+    lease_owner      text,
+    lease_expires_at timestamptz,
+    attempts         integer NOT NULL DEFAULT 0,
+    created_at       timestamptz NOT NULL DEFAULT now(),
+    updated_at       timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE INDEX runs_state_idx ON waystone.runs (state, updated_at);
+
+CREATE TABLE waystone.run_events (
+    id          bigserial PRIMARY KEY,
+    thread_id   text NOT NULL REFERENCES waystone.runs (thread_id) ON DELETE CASCADE,
+    kind        text NOT NULL,
+    from_state  text,
+    to_state    text,
+    reason      text NOT NULL,
+    evidence    jsonb NOT NULL DEFAULT '{}',
+    actor       text NOT NULL DEFAULT 'waystone',
+    lease_token bigint,
+    created_at  timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+CREATE INDEX run_events_thread_idx ON waystone.run_events (thread_id, id);
+
+-- The state machine, enforced by Postgres: a state change that is not in
+-- allowed_transitions is rejected (SQLSTATE WS409), and every accepted one is recorded
+-- in run_events with its reason and evidence, in the same transaction.
+CREATE FUNCTION waystone.check_transition() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        IF NEW.state <> 'queued' THEN
+            RAISE EXCEPTION 'a run is created queued, not %', NEW.state
+                USING ERRCODE = 'WS409';
+        END IF;
+        RETURN NEW;
+    END IF;
+    IF NEW.state IS DISTINCT FROM OLD.state THEN
+        IF NOT EXISTS (SELECT 1 FROM waystone.allowed_transitions
+                       WHERE from_state = OLD.state AND to_state = NEW.state) THEN
+            RAISE EXCEPTION 'transition % -> % is not allowed (run %)',
+                OLD.state, NEW.state, OLD.thread_id USING ERRCODE = 'WS409';
+        END IF;
+        IF coalesce(NEW.reason, '') = '' THEN
+            RAISE EXCEPTION 'a transition needs a reason' USING ERRCODE = 'WS422';
+        END IF;
+        NEW.updated_at := clock_timestamp();
+    END IF;
+    RETURN NEW;
+END $$;
+
+CREATE TRIGGER runs_check_transition BEFORE INSERT OR UPDATE ON waystone.runs
+    FOR EACH ROW EXECUTE FUNCTION waystone.check_transition();
+
+CREATE FUNCTION waystone.record_transition() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO waystone.run_events
+            (thread_id, kind, from_state, to_state, reason, evidence, actor, lease_token)
+        VALUES (NEW.thread_id, 'transition', NULL, NEW.state, NEW.reason, NEW.evidence,
+                NEW.actor, NEW.lease_token);
+    ELSIF NEW.state IS DISTINCT FROM OLD.state THEN
+        INSERT INTO waystone.run_events
+            (thread_id, kind, from_state, to_state, reason, evidence, actor, lease_token)
+        VALUES (NEW.thread_id, 'transition', OLD.state, NEW.state, NEW.reason, NEW.evidence,
+                NEW.actor, NEW.lease_token);
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER runs_record_transition AFTER INSERT OR UPDATE ON waystone.runs
+    FOR EACH ROW EXECUTE FUNCTION waystone.record_transition();
+
+-- Signals: approvals and external events addressed to a run. A signal is recorded once
+-- (the dedupe key) and consumed once, when the run resumes with it.
+CREATE TABLE waystone.signals (
+    id          bigserial PRIMARY KEY,
+    thread_id   text NOT NULL REFERENCES waystone.runs (thread_id) ON DELETE CASCADE,
+    name        text NOT NULL,
+    dedupe_key  text NOT NULL,
+    payload     jsonb NOT NULL DEFAULT '{}',
+    actor       text NOT NULL DEFAULT 'waystone',
+    created_at  timestamptz NOT NULL DEFAULT clock_timestamp(),
+    consumed_at timestamptz,
+    UNIQUE (thread_id, name, dedupe_key)
+);
+
+CREATE INDEX signals_pending_idx ON waystone.signals (thread_id) WHERE consumed_at IS NULL;
+
+-- The effect ledger: one row per external effect, keyed by its deterministic
+-- idempotency key. intent -> applied -> confirmed, or failed / unknown.
+CREATE TABLE waystone.effects (
+    key          text PRIMARY KEY,
+    thread_id    text NOT NULL REFERENCES waystone.runs (thread_id) ON DELETE CASCADE,
+    ordinal      integer NOT NULL,
+    tool         text NOT NULL,
+    args         jsonb NOT NULL,
+    status       text NOT NULL CHECK (status IN
+                     ('intent', 'applied', 'confirmed', 'failed', 'unknown')),
+    attempts     integer NOT NULL DEFAULT 0,
+    receipt      jsonb,
+    confirmation jsonb,
+    error        text,
+    created_at   timestamptz NOT NULL DEFAULT clock_timestamp(),
+    updated_at   timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+CREATE INDEX effects_thread_idx ON waystone.effects (thread_id, ordinal);
