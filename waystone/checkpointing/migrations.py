@@ -28,7 +28,9 @@ _MIGRATION = re.compile(r"^(\d{4})_[\w-]+\.sql$")
 def migration_files() -> list[tuple[int, str]]:
     """``(version, filename)`` of every numbered migration above the baseline, in order."""
     folder = resources.files(sql.__name__).joinpath("migrations")
-    found = []
+    found: list[tuple[int, str]] = []
+    if not folder.is_dir():  # no migration above the baseline yet
+        return found
     for entry in folder.iterdir():
         match = _MIGRATION.match(entry.name)
         if match:
