@@ -78,7 +78,11 @@ def _emit(as_json: bool, data: dict[str, Any], render: Callable[[], None]) -> No
 
 @contextmanager
 def _runtime(database_url: str | None) -> Iterator[Runtime]:
-    runtime = Runtime(Settings.from_env(database_url=database_url))
+    try:
+        settings = Settings.from_env(database_url=database_url)
+    except ValueError as exc:
+        raise BadInput(str(exc)) from exc
+    runtime = Runtime(settings)
     try:
         yield runtime
     finally:
@@ -379,10 +383,13 @@ def crash_points(as_json: JsonOpt = False, database_url: DbOpt = None) -> None:
     del database_url
 
     def render() -> None:
-        for name, where in CRASH_POINTS.items():
-            out.print(f"{name:28} {where}", highlight=False)
+        for p in CRASH_POINTS.values():
+            suffix = "  (also <point>@<tool>)" if p.per_tool else ""
+            out.print(f"{p.name:26} {p.where}{suffix}", highlight=False)
 
-    points = [{"name": k, "where": v} for k, v in CRASH_POINTS.items()]
+    points = [
+        {"name": p.name, "where": p.where, "per_tool": p.per_tool} for p in CRASH_POINTS.values()
+    ]
     _emit(as_json, {"crash_points": points}, render)
 
 

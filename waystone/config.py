@@ -16,6 +16,28 @@ def _env_int(name: str, default: int | None) -> int | None:
     return int(raw)
 
 
+def parse_timeouts(text: str) -> dict[str, float]:
+    """``"refund=2,notify_customer=5.5"`` -> per-tool timeouts in seconds."""
+    found: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = part.partition("=")
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = -1.0
+        if not sep or not name.strip() or seconds <= 0:
+            raise ValueError(f"{part!r} is not TOOL=SECONDS (e.g. refund=10)")
+        found[name.strip()] = seconds
+    return found
+
+
+def _timeouts_from_env(name: str) -> dict[str, float]:
+    try:
+        return parse_timeouts(os.environ.get(name, ""))
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from None
+
+
 @dataclass(frozen=True)
 class Settings:
     """Where the database is and how to talk to it.
@@ -30,6 +52,9 @@ class Settings:
     pool_min_size: int = 1
     pool_max_size: int = 8
     lease_seconds: float = 30.0
+    model_timeout_s: float = 120.0
+    tool_timeouts: dict[str, float] = field(default_factory=dict)
+    tool_settle: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -39,6 +64,9 @@ class Settings:
             "prepare_threshold": _env_int("WAYSTONE_PREPARE_THRESHOLD", 5),
             "pool_max_size": _env_int("WAYSTONE_POOL_MAX_SIZE", 8) or 8,
             "lease_seconds": float(os.environ.get("WAYSTONE_LEASE_SECONDS") or 30.0),
+            "model_timeout_s": float(os.environ.get("WAYSTONE_MODEL_TIMEOUT") or 120.0),
+            "tool_timeouts": _timeouts_from_env("WAYSTONE_TOOL_TIMEOUTS"),
+            "tool_settle": _timeouts_from_env("WAYSTONE_TOOL_SETTLE"),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]

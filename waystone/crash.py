@@ -1,31 +1,72 @@
 """Crash points: a test seam that makes the process SIGKILL itself at a named line.
 
-``WAYSTONE_CRASH_AT=<point>`` arms one point; it is inert when unset. Every point is
-declared here so ``waystone debug crash-points`` can list them all and the acceptance
-suite can loop over them.
+``WAYSTONE_CRASH_AT=<point>`` arms a point at its first hit; ``<point>@<tool>`` arms it only
+where the action's tool is ``<tool>`` (for the points that know the tool). It is inert
+when unset. Every point is declared here so ``waystone debug crash-points`` lists them all
+and the acceptance suite loops over them.
 """
 
 from __future__ import annotations
 
 import os
 import signal
-
-CRASH_POINTS: dict[str, str] = {
-    "propose:after-model": "after the model's answer, before propose's checkpoint",
-    "authorize:after-decision": "after the approval decision is read, before the checkpoint",
-    "execute:after-intent": "after the effect's intent is committed, before the call",
-    "execute:after-apply": "after the provider applied the effect, before the receipt is stored",
-    "execute:after-receipt": "after the receipt is recorded, before execute's checkpoint",
-    "confirm:after-lookup": "after the confirmation lookup, before it is recorded",
-    "confirm:after-record": "after the confirmation is recorded, before confirm's checkpoint",
-    "verify:after-checks": "after verify's checks, before verify's checkpoint",
-    "run:after-checkpoint": "after the last checkpoint, before the run's state transition",
-}
+from dataclasses import dataclass
 
 
-def crash_point(name: str) -> None:
+@dataclass(frozen=True)
+class CrashPoint:
+    name: str
+    where: str
+    per_tool: bool
+
+
+_POINTS = [
+    CrashPoint(
+        "propose:after-model", "after the model's answer, before propose's checkpoint", True
+    ),
+    CrashPoint(
+        "authorize:after-decision",
+        "after the decision (policy's or a person's) is read, before the checkpoint",
+        True,
+    ),
+    CrashPoint(
+        "execute:after-intent", "after the effect's intent is committed, before the call", True
+    ),
+    CrashPoint(
+        "execute:after-transient",
+        "after a transient failure and its attempt are recorded, before the retry",
+        True,
+    ),
+    CrashPoint(
+        "execute:after-apply",
+        "after the provider applied the effect, before the receipt is recorded",
+        True,
+    ),
+    CrashPoint(
+        "execute:after-receipt", "after the receipt is recorded, before the checkpoint", True
+    ),
+    CrashPoint(
+        "confirm:after-lookup", "after the confirmation read-back, before it is recorded", True
+    ),
+    CrashPoint(
+        "confirm:after-record", "after the confirmation is recorded, before the checkpoint", True
+    ),
+    CrashPoint("verify:after-checks", "after verify's checks, before verify's checkpoint", True),
+    CrashPoint(
+        "run:after-checkpoint",
+        "after the graph's last checkpoint, before the run's state transition",
+        False,
+    ),
+]
+CRASH_POINTS: dict[str, CrashPoint] = {p.name: p for p in _POINTS}
+
+
+def crash_point(name: str, tool: str | None = None) -> None:
     """Kill this process with SIGKILL if ``WAYSTONE_CRASH_AT`` names this point."""
     if name not in CRASH_POINTS:  # a typo here would make a crash test silently pass
         raise KeyError(f"undeclared crash point {name!r}")
-    if os.environ.get("WAYSTONE_CRASH_AT") == name:
+    armed = os.environ.get("WAYSTONE_CRASH_AT")
+    if not armed:
+        return
+    if armed == name or (tool is not None and armed == f"{name}@{tool}"):
         os.kill(os.getpid(), signal.SIGKILL)

@@ -6,7 +6,9 @@ that matters lives in Postgres, keyed by ``thread_id``.
 
 from __future__ import annotations
 
+import importlib
 import logging
+import os
 import uuid
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -31,11 +33,47 @@ from waystone.runs.signals import SignalBox
 
 logger = logging.getLogger(__name__)
 
+REQUEUABLE = ("failed", "needs-human")
+# The node that ended a run -> the node its requeue resumes after (so routing re-enters it):
+# execute again with the same action and key, confirm again, or ask again.
+RESUME_AS = {
+    "execute": "authorize",
+    "confirm": "execute",
+    "authorize": "propose",
+    "propose": "verify",
+    "verify": "verify",
+}
+
 
 def default_agents() -> dict[str, AgentSpec]:
+    """The example agents, plus those named by ``WAYSTONE_AGENTS``.
+
+    ``WAYSTONE_AGENTS="mypkg.agents:build_payables,other.mod:AGENT"`` names objects that are
+    an :class:`AgentSpec` or a no-argument callable returning one, so the CLI and workers
+    know your agents too.
+    """
     from waystone.examples import refund
 
-    return {"refund": refund.build()}
+    agents = {"refund": refund.build()}
+    for spec in load_agents(os.environ.get("WAYSTONE_AGENTS", "")):
+        agents[spec.name] = spec
+    return agents
+
+
+def load_agents(text: str) -> list[AgentSpec]:
+    found: list[AgentSpec] = []
+    for ref in filter(None, (part.strip() for part in text.split(","))):
+        module_name, _, attr = ref.partition(":")
+        try:
+            obj = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError, ValueError) as exc:
+            msg = f"WAYSTONE_AGENTS: cannot load {ref!r} (module:attribute): {exc}"
+            raise BadInput(msg) from exc
+        spec = obj() if callable(obj) and not isinstance(obj, AgentSpec) else obj
+        if not isinstance(spec, AgentSpec):
+            raise BadInput(f"WAYSTONE_AGENTS: {ref!r} is not an AgentSpec")
+        found.append(spec)
+    return found
 
 
 @dataclass(frozen=True)
@@ -104,7 +142,14 @@ class Runtime:
     def graph(self, agent: str) -> CompiledStateGraph[Any]:
         """The compiled graph of an agent, checkpointed in this runtime's Postgres."""
         if agent not in self._graphs:
-            ports = Ports(agent=self.agent(agent), ledger=self.ledger, registry=self.registry)
+            ports = Ports(
+                agent=self.agent(agent),
+                ledger=self.ledger,
+                registry=self.registry,
+                model_timeout_s=self.settings.model_timeout_s,
+                tool_timeouts=self.settings.tool_timeouts,
+                tool_settle=self.settings.tool_settle,
+            )
             self._graphs[agent] = build_graph(ports, self.saver)
         return self._graphs[agent]
 
@@ -174,15 +219,42 @@ class Runtime:
         """Put a ``failed`` or ``needs-human`` run back in the queue, saying who and why."""
         if not reason.strip():
             raise BadInput("requeue needs a reason: what was checked or fixed")
-        self.registry.transition(
-            thread_id,
-            "queued",
-            reason=f"requeued by {by}: {reason}",
-            evidence={"by": by},
-            from_states=("failed", "needs-human"),
-            actor=by,
-        )
+        run = self.registry.get(thread_id)
+        if run.state not in REQUEUABLE:
+            raise TransitionNotAllowed(
+                f"run {thread_id} is {run.state}; only failed or needs-human runs are requeued"
+            )
+        self._reopen_graph(run)
+        with self.db.transaction() as conn:
+            reset = self.db.execute(
+                "reset_effects_for_requeue",
+                conn=conn,
+                thread_id=thread_id,
+                note=f"requeued by {by}",
+            )
+            self.registry.transition(
+                thread_id,
+                "queued",
+                reason=f"requeued by {by}: {reason}",
+                evidence={"by": by, "effects_reset": [r["key"] for r in reset]},
+                from_states=REQUEUABLE,
+                actor=by,
+                conn=conn,
+            )
         return self.status(thread_id)
+
+    def _reopen_graph(self, run: Run) -> None:
+        """A graph that ended with an outcome resumes just before the node that ended it."""
+        graph = self.graph(run.agent)
+        config = self.config(run.thread_id)
+        outcome = graph.get_state(config).values.get("outcome")
+        if not outcome or outcome.get("state") == "done":
+            return  # it stopped on an error: resuming re-runs the failed step as it is
+        as_node = RESUME_AS.get(outcome.get("at", "verify"), "verify")
+        values: dict[str, Any] = {"outcome": None}
+        if as_node in ("propose", "verify"):
+            values |= {"decision": None, "failure": None}
+        graph.update_state(config, values, as_node=as_node)
 
     def status(self, thread_id: str) -> RunStatus:
         run = self.registry.get(thread_id)

@@ -172,5 +172,9 @@ def test_checkpoints_are_rows_read_back_from_a_fresh_process(
     )
     data = json.loads(proc.stdout)
     assert data["n"] == count
-    assert data["last"] == {"state": "done", "reason": "goal verified: all checks pass"}
+    assert data["last"] == {
+        "state": "done",
+        "reason": "goal verified: all checks pass",
+        "at": "verify",
+    }
     assert ["execute"] in data["nexts"] and ["confirm"] in data["nexts"]

@@ -13,6 +13,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from waystone.crash import crash_point
@@ -43,15 +44,15 @@ class EffectRunner:
     rand: Callable[[], float] = field(default=random.random)
 
     def perform(self, thread_id: str, action: dict[str, Any], tool: Tool) -> EffectResult:
-        key, args = action["key"], action["args"]
+        key = action["key"]
         row = self.ledger.get(key)
-        step = next_step(
-            row.status if row else None,  # type: ignore[arg-type]
-            has_lookup=tool.lookup is not None,
-            dedupes=tool.idempotent_by_key,
-        )
-        if row is not None and step is not Step.APPLY:
-            self.event("effect-resume", f"ledger says {row.status}: {step.value}", {"key": key})
+        step = self._step(row.status if row else None, tool)
+        if row is not None:
+            self.event(
+                "effect-resume",
+                f"ledger says {row.status}: {step.value}",
+                {"key": key, "tool": tool.name, "attempts": row.attempts},
+            )
         while True:
             if step is Step.REUSE:
                 assert row is not None
@@ -62,41 +63,75 @@ class EffectRunner:
             if step is Step.FAILED:
                 return EffectResult("failed", reason=(row.error if row else "") or "failed")
             if step is Step.NEEDS_HUMAN:
-                reason = (
-                    f"outcome of {tool.name} (key {key}) is unknown and the tool has neither "
-                    "a lookup nor key deduplication: a person must check the provider"
-                )
-                self.event("needs-human", reason, {"key": key, "tool": tool.name})
-                return EffectResult("needs-human", reason=reason)
+                return self._needs_human(key, tool)
             if step is Step.LOOKUP:
-                step, row = self._lookup(key, args, tool)
+                step, row = self._lookup(key, action["args"], tool, row)
                 continue
             step, row, result = self._apply(thread_id, action, tool)
             if result is not None:
                 return result
 
-    def _lookup(self, key: str, args: dict[str, Any], tool: Tool) -> tuple[Step, Effect | None]:
-        assert tool.lookup is not None
-        for attempt in range(1, tool.retry.max_attempts + 1):
-            try:
-                found = tool.lookup(args, key, tool.timeout_s)
-                break
-            except (TransientError, UnknownOutcome) as exc:
-                self.event("lookup-retry", str(exc), {"key": key, "attempt": attempt})
-                self.sleep(tool.retry.delay(attempt, self.rand()))
-        else:
-            return Step.NEEDS_HUMAN, self.ledger.get(key)
-        step = after_lookup(found is not None)
-        if found is not None:
+    @staticmethod
+    def _step(status: str | None, tool: Tool) -> Step:
+        return next_step(
+            status,  # type: ignore[arg-type]
+            has_lookup=tool.lookup is not None,
+            dedupes=tool.idempotent_by_key,
+        )
+
+    def _needs_human(self, key: str, tool: Tool) -> EffectResult:
+        reason = (
+            f"the outcome of {tool.name} (key {key}) is unknown and the tool has neither a "
+            "lookup nor key deduplication: check the provider, then `waystone requeue`"
+        )
+        self.event("needs-human", reason, {"key": key, "tool": tool.name})
+        return EffectResult("needs-human", reason=reason)
+
+    def _lookup(
+        self, key: str, args: dict[str, Any], tool: Tool, row: Effect | None
+    ) -> tuple[Step, Effect | None]:
+        """Ask the provider by key. Absence is trusted only once an in-flight call of a
+        tool without deduplication can no longer land (``settle_s``)."""
+        found = self._lookup_once(key, args, tool)
+        if found is _UNREACHABLE:
+            reason = f"cannot reach {tool.name}'s provider to reconcile {key}"
+            self.event("needs-human", reason, {"key": key})
+            return Step.NEEDS_HUMAN, row
+        if found is None and not tool.idempotent_by_key and tool.settle_s > 0 and row:
+            age = (datetime.now(UTC) - row.updated_at).total_seconds()
+            if age < tool.settle_s:
+                self.event(
+                    "reconcile-wait",
+                    f"absent so far; waiting {tool.settle_s - age:.1f}s "
+                    "for an in-flight call to land",
+                    {"key": key},
+                )
+                self.sleep(tool.settle_s - age)
+                found = self._lookup_once(key, args, tool)
+        if isinstance(found, dict):
             row = self.ledger.update(key, "applied", receipt=found)
-            self.event("reconciled", "lookup found the effect: recorded as applied", {"key": key})
-            return step, row
+            self.event(
+                "reconciled",
+                "lookup found the effect: recorded as applied",
+                {"key": key, "receipt": found},
+            )
+            return after_lookup(True), row
         self.event(
             "reconciled",
             "lookup proved the effect absent: applying with the same key",
             {"key": key},
         )
-        return step, self.ledger.get(key)
+        return after_lookup(False), row
+
+    def _lookup_once(self, key: str, args: dict[str, Any], tool: Tool) -> object:
+        assert tool.lookup is not None
+        for attempt in range(1, tool.retry.max_attempts + 1):
+            try:
+                return tool.lookup(args, key, tool.timeout_s)
+            except (TransientError, UnknownOutcome) as exc:
+                self.event("lookup-retry", str(exc), {"key": key, "attempt": attempt})
+                self.sleep(tool.retry.delay(attempt, self.rand()))
+        return _UNREACHABLE
 
     def _apply(
         self, thread_id: str, action: dict[str, Any], tool: Tool
@@ -106,31 +141,49 @@ class EffectRunner:
             key=key, thread_id=thread_id, ordinal=action["ordinal"], tool=tool.name, args=args
         )
         if row.attempts > tool.retry.max_attempts:
-            reason = f"{tool.name} failed {row.attempts - 1} times; retries exhausted"
-            self.ledger.update(key, "failed", error=reason)
+            reason = (
+                f"{tool.name} failed {row.attempts - 1} times, retries exhausted "
+                f"(last error: {row.error}); `waystone requeue` once the provider is fixed"
+            )
             self.event("retries-exhausted", reason, {"key": key, "attempts": row.attempts - 1})
             return Step.NEEDS_HUMAN, row, EffectResult("needs-human", reason=reason)
-        crash_point("execute:after-intent")
+        crash_point("execute:after-intent", tool.name)
+        started = time.monotonic()
         try:
             receipt = tool.apply(args, key, tool.timeout_s)
         except TransientError as exc:
-            self.ledger.update(key, "intent", error=str(exc))
+            row = self.ledger.update(key, "intent", error=str(exc))
             self.event("retry", f"transient: {exc}", {"key": key, "attempt": row.attempts})
+            crash_point("execute:after-transient", tool.name)
             self.sleep(tool.retry.delay(row.attempts, self.rand()))
             return Step.APPLY, row, None
         except PermanentError as exc:
             self.ledger.update(key, "failed", error=str(exc))
-            self.event("effect-failed", f"permanent: {exc}", {"key": key})
+            self.event("effect-failed", f"permanent: {exc}", {"key": key, "attempt": row.attempts})
             return Step.FAILED, row, EffectResult("failed", reason=str(exc))
         except UnknownOutcome as exc:
             row = self.ledger.update(key, "unknown", error=str(exc))
-            self.event("unknown-outcome", str(exc), {"key": key, "attempt": row.attempts})
-            step = next_step(
-                "unknown", has_lookup=tool.lookup is not None, dedupes=tool.idempotent_by_key
+            elapsed = time.monotonic() - started
+            self.event(
+                "unknown-outcome",
+                str(exc),
+                {
+                    "key": key,
+                    "attempt": row.attempts,
+                    "elapsed_s": round(elapsed, 3),
+                    "timeout_s": tool.timeout_s,
+                },
             )
-            return step, row, None
-        crash_point("execute:after-apply")
+            return self._step("unknown", tool), row, None
+        crash_point("execute:after-apply", tool.name)
         row = self.ledger.update(key, "applied", receipt=receipt)
-        self.event("effect-applied", f"{tool.name} applied", {"key": key, "receipt": receipt})
-        crash_point("execute:after-receipt")
+        self.event(
+            "effect-applied",
+            f"{tool.name} applied",
+            {"key": key, "receipt": receipt, "attempt": row.attempts},
+        )
+        crash_point("execute:after-receipt", tool.name)
         return Step.CONFIRM, row, EffectResult("applied", receipt)
+
+
+_UNREACHABLE = object()

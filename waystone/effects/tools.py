@@ -44,6 +44,10 @@ class Tool:
     ``lookup(args, key, timeout)`` returns the receipt of an effect made with ``key``, or
     ``None`` when the provider proves it absent. ``confirm(args, key, receipt, timeout)``
     reads the effect back; ``None`` means it could not be found.
+
+    ``settle_s`` matters for tools the provider does not deduplicate: a call that timed out
+    may still be in flight, so a lookup that finds nothing is only trusted once the
+    unknown outcome is ``settle_s`` old (the provider's own request deadline).
     """
 
     name: str
@@ -56,6 +60,7 @@ class Tool:
     risk: str = "low"
     timeout_s: float = 30.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    settle_s: float = 0.0
 
     def validate(self, args: dict[str, Any]) -> dict[str, Any]:
         """Validated, normalised arguments; :class:`PermanentError` when they are invalid."""

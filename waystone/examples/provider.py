@@ -51,6 +51,20 @@ class ProviderProcess:
             data: dict[str, Any] = json.loads(response.read())
             return data
 
+    def inject(self, endpoint: str, mode: str, times: int = 1, delay_s: float = 0.0) -> None:
+        """Arm a fault (see ``POST /_faults`` in :mod:`waystone.examples.payments`)."""
+        body = json.dumps(
+            {"endpoint": endpoint, "mode": mode, "times": times, "delay_s": delay_s}
+        ).encode()
+        request = urllib.request.Request(
+            f"{self.url}/_faults",
+            data=body,
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.status == 201, response.status
+
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.terminate()

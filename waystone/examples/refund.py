@@ -124,6 +124,7 @@ NOTIFY = Tool(
     confirm=_notify_confirm,
     idempotent_by_key=False,
     risk="low",
+    settle_s=5.0,  # a timed-out POST may still land; absence is trusted after this long
 )
 
 POLICY = RulePolicy(

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -10,6 +11,7 @@ from langchain_core.runnables import RunnableConfig
 from waystone.agent import AgentSpec
 from waystone.effects.ledger import Ledger
 from waystone.effects.runner import EffectRunner
+from waystone.effects.tools import RetryPolicy, Tool
 from waystone.runs.registry import RunRegistry
 
 
@@ -18,12 +20,25 @@ class Ports:
     agent: AgentSpec
     ledger: Ledger
     registry: RunRegistry
+    model_timeout_s: float = 120.0
+    model_retry: RetryPolicy = field(default_factory=lambda: RetryPolicy(max_attempts=3))
+    tool_timeouts: Mapping[str, float] = field(default_factory=dict)
+    tool_settle: Mapping[str, float] = field(default_factory=dict)
 
     def runner(self, thread_id: str) -> EffectRunner:
         def event(kind: str, reason: str, evidence: dict[str, Any]) -> None:
             self.registry.event(thread_id, kind, reason, evidence)
 
         return EffectRunner(ledger=self.ledger, event=event)
+
+    def tool(self, name: str) -> Tool | None:
+        """The agent's tool, with this deployment's timeout for it if one is configured."""
+        tool = self.agent.tool(name)
+        if tool is not None and name in self.tool_timeouts:
+            tool = replace(tool, timeout_s=self.tool_timeouts[name])
+        if tool is not None and name in self.tool_settle:
+            tool = replace(tool, settle_s=self.tool_settle[name])
+        return tool
 
 
 def thread_id_of(config: RunnableConfig) -> str:

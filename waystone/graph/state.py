@@ -24,6 +24,7 @@ class Action(TypedDict):
 class Outcome(TypedDict):
     state: str  # done | failed | needs-human
     reason: str
+    at: str  # the node that ended the run: where a requeue resumes
 
 
 def keep_recent(left: list[dict[str, Any]], right: list[dict[str, Any]]) -> list[dict[str, Any]]:

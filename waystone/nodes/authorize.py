@@ -33,6 +33,7 @@ def make_authorize(ports: Ports) -> Any:
                 "reason": verdict.reason,
                 "digest": action["digest"],
             }
+            crash_point("authorize:after-decision", action["tool"])
             return {"decision": decision}
         if verdict.verdict == "deny":
             reason = f"policy denied {action['tool']}: {verdict.reason}"
@@ -43,7 +44,7 @@ def make_authorize(ports: Ports) -> Any:
                     "reason": verdict.reason,
                     "digest": action["digest"],
                 },
-                "outcome": {"state": "failed", "reason": reason},
+                "outcome": {"state": "failed", "reason": reason, "at": "authorize"},
             }
         request = ApprovalRequest(
             tool=action["tool"],
@@ -55,7 +56,7 @@ def make_authorize(ports: Ports) -> Any:
             ordinal=action["ordinal"],
         )
         raw = interrupt(request.to_payload())
-        crash_point("authorize:after-decision")
+        crash_point("authorize:after-decision", action["tool"])
         return _apply_decision(ports, thread_id_of(config), action, raw)
 
     return authorize
@@ -80,7 +81,7 @@ def _apply_decision(ports: Ports, thread_id: str, action: Action, raw: object) -
         return {
             "decision": record,
             "evidence": [note],
-            "outcome": {"state": "failed", "reason": reason},
+            "outcome": {"state": "failed", "reason": reason, "at": "authorize"},
         }
     if decision.choice == "edit":
         assert decision.args is not None

@@ -17,7 +17,7 @@ def make_confirm(ports: Ports) -> Any:
         action = state.get("action")
         assert action is not None
         thread_id = thread_id_of(config)
-        tool = ports.agent.tool(action["tool"])
+        tool = ports.tool(action["tool"])
         assert tool is not None
         confirmation = state.get("confirmation")
         if confirmation is None:
@@ -31,17 +31,17 @@ def make_confirm(ports: Ports) -> Any:
             except (TransientError, UnknownOutcome, PermanentError) as exc:
                 reason = f"could not read back {tool.name} ({action['key']}): {exc}"
                 ports.registry.event(thread_id, "confirm-failed", reason, {"key": action["key"]})
-                return {"outcome": {"state": "needs-human", "reason": reason}}
-            crash_point("confirm:after-lookup")
+                return {"outcome": {"state": "needs-human", "reason": reason, "at": "confirm"}}
+            crash_point("confirm:after-lookup", tool.name)
             if confirmation is None:
                 reason = f"{tool.name} was applied but the provider does not show it"
                 ports.registry.event(thread_id, "confirm-failed", reason, {"key": action["key"]})
-                return {"outcome": {"state": "needs-human", "reason": reason}}
+                return {"outcome": {"state": "needs-human", "reason": reason, "at": "confirm"}}
             ports.ledger.update(action["key"], "confirmed", confirmation=confirmation)
             ports.registry.event(
                 thread_id, "effect-confirmed", f"{tool.name} read back", {"key": action["key"]}
             )
-            crash_point("confirm:after-record")
+            crash_point("confirm:after-record", tool.name)
         done = {
             "ordinal": action["ordinal"],
             "tool": tool.name,

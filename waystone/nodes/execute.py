@@ -23,8 +23,8 @@ def make_execute(ports: Ports) -> Any:
         ):
             # Defence in depth: routing never gets here without a matching approval.
             reason = f"{action['tool']} reached execute without an approval of this exact action"
-            return {"outcome": {"state": "needs-human", "reason": reason}}
-        tool = ports.agent.tool(action["tool"])
+            return {"outcome": {"state": "needs-human", "reason": reason, "at": "execute"}}
+        tool = ports.tool(action["tool"])
         assert tool is not None
         result = ports.runner(thread_id_of(config)).perform(
             thread_id_of(config), dict(action), tool
@@ -39,6 +39,9 @@ def make_execute(ports: Ports) -> Any:
         if result.status == "failed":
             failure = {"tool": tool.name, "key": action["key"], "error": result.reason}
             return {"receipt": None, "failure": failure, "evidence": [{**note, **failure}]}
-        return {"outcome": {"state": "needs-human", "reason": result.reason}, "evidence": [note]}
+        return {
+            "outcome": {"state": "needs-human", "reason": result.reason, "at": "execute"},
+            "evidence": [note],
+        }
 
     return execute

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+import random
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
 
@@ -11,7 +15,58 @@ from waystone.effects.keys import action_digest, idempotency_key
 from waystone.errors import PermanentError
 from waystone.graph.ports import Ports, thread_id_of
 from waystone.graph.state import Action, AgentState
-from waystone.proposers import ProposalContext
+from waystone.proposers import Proposal, ProposalContext
+
+T = TypeVar("T")
+
+
+class ModelUnavailable(Exception):
+    """The model did not answer within its budget, every attempt."""
+
+
+def _call(fn: Callable[[], T], timeout_s: float) -> T:
+    """Run ``fn`` with a deadline. A call that overruns is abandoned (its thread is a daemon)."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # handed to the caller
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, name="waystone-model-call", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if worker.is_alive():
+        raise TimeoutError(f"no answer within {timeout_s:g}s")
+    if "error" in box:
+        raise box["error"]
+    return cast(T, box["value"])
+
+
+def _ask(ports: Ports, thread_id: str, ctx: ProposalContext) -> Proposal | None:
+    """Ask the proposer, each call with the model budget; transient trouble is retried with
+    backoff and recorded on the run's history. Permanent errors propagate."""
+    agent, policy = ports.agent, ports.model_retry
+    for attempt in range(1, policy.max_attempts + 1):
+        try:
+            return _call(
+                lambda: agent.proposer.propose(ctx, list(agent.tools.values())),
+                ports.model_timeout_s,
+            )
+        except PermanentError:
+            raise
+        except Exception as exc:  # a timeout, a 429, a dropped connection
+            kind = "model-timeout" if isinstance(exc, TimeoutError) else "model-error"
+            ports.registry.event(
+                thread_id, kind, f"{type(exc).__name__}: {exc}", {"attempt": attempt}
+            )
+            if attempt < policy.max_attempts:
+                time.sleep(policy.delay(attempt, random.random()))
+    raise ModelUnavailable(
+        f"the model failed {policy.max_attempts} times (see the history); "
+        "check the provider, then `waystone requeue`"
+    )
 
 
 def make_propose(ports: Ports) -> Any:
@@ -27,28 +82,40 @@ def make_propose(ports: Ports) -> Any:
             failure=state.get("failure"),
             evidence=state.get("evidence", []),
         )
-        proposal = agent.proposer.propose(ctx, list(agent.tools.values()))
-        crash_point("propose:after-model")
         cleared: dict[str, Any] = {
             "steps": steps,
             "decision": None,
             "receipt": None,
             "confirmation": None,
         }
+        try:
+            proposal = _ask(ports, thread_id, ctx)
+        except ModelUnavailable as exc:
+            outcome = {"state": "needs-human", "reason": str(exc), "at": "propose"}
+            return {**cleared, "action": None, "outcome": outcome}
+        crash_point("propose:after-model", proposal.tool if proposal else None)
         if proposal is None:
             idle = {"step": "propose", "note": "proposer has no further action"}
             return {**cleared, "action": None, "evidence": [idle]}
         tool = agent.tool(proposal.tool)
         if tool is None:
             reason = f"the proposer asked for unknown tool {proposal.tool!r}"
-            return {**cleared, "action": None, "outcome": {"state": "failed", "reason": reason}}
+            return {
+                **cleared,
+                "action": None,
+                "outcome": {"state": "failed", "reason": reason, "at": "propose"},
+            }
         try:
             args = tool.validate(proposal.args)
         except PermanentError as exc:
             return {
                 **cleared,
                 "action": None,
-                "outcome": {"state": "failed", "reason": f"proposal rejected: {exc}"},
+                "outcome": {
+                    "state": "failed",
+                    "reason": f"proposal rejected: {exc}",
+                    "at": "propose",
+                },
             }
         ordinal = state.get("ordinal", 0) + 1
         action: Action = {

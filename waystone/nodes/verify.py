@@ -59,21 +59,32 @@ def make_verify(ports: Ports) -> Any:
         failing = sorted(
             n for n in (c.name for c in agent.checks) if not results.get(n, {}).get("ok")
         )
-        crash_point("verify:after-checks")
+        action = state.get("action")
+        crash_point("verify:after-checks", action["tool"] if action else None)
         note = {"step": "verify", "round": round_, "failing": failing}
         if not failing:
             return {
-                "outcome": {"state": "done", "reason": "goal verified: all checks pass"},
+                "outcome": {
+                    "state": "done",
+                    "reason": "goal verified: all checks pass",
+                    "at": "verify",
+                },
                 "evidence": [note],
             }
         if state.get("action") is None:
             failure = state.get("failure")
             why = f"; last error: {failure['error']}" if failure else ""
             reason = f"goal not verified ({', '.join(failing)}) and no further action{why}"
-            return {"outcome": {"state": "failed", "reason": reason}, "evidence": [note]}
+            return {
+                "outcome": {"state": "failed", "reason": reason, "at": "verify"},
+                "evidence": [note],
+            }
         if state.get("steps", 0) >= agent.max_steps:
             reason = f"step budget of {agent.max_steps} spent; failing checks: {failing}"
-            return {"outcome": {"state": "failed", "reason": reason}, "evidence": [note]}
+            return {
+                "outcome": {"state": "failed", "reason": reason, "at": "verify"},
+                "evidence": [note],
+            }
         return {"evidence": [note]}
 
     return verify

@@ -127,3 +127,14 @@ SET status = %(status)s,
     updated_at = clock_timestamp()
 WHERE key = %(key)s
 RETURNING *;
+
+-- name: reset_effects_for_requeue
+-- A person requeued the run: unfinished effects get a fresh retry budget, and a recorded
+-- failure becomes an intent again, to be reconciled (lookup or key) before any new call.
+UPDATE waystone.effects
+SET status = CASE WHEN status = 'failed' THEN 'intent' ELSE status END,
+    attempts = 0,
+    error = %(note)s || coalesce(' (was: ' || error || ')', ''),
+    updated_at = clock_timestamp()
+WHERE thread_id = %(thread_id)s AND status IN ('intent', 'unknown', 'failed')
+RETURNING key, status;

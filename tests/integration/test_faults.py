@@ -1,0 +1,150 @@
+"""Failures take the path their kind deserves (issue: exactly-once effects).
+
+Real provider faults over loopback; the runs go through the real runtime on Postgres.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests.conftest import REFUND_INPUT, Cli
+from waystone import Runtime, Settings
+from waystone.examples.provider import ProviderProcess
+
+SMALL = {**REFUND_INPUT, "amount": "40.00"}  # under the approval threshold
+
+
+@pytest.fixture
+def fast_runtime(database_url: str) -> Iterator[Runtime]:
+    settings = Settings(
+        database_url=database_url,
+        tool_timeouts={"refund": 1.0, "notify_customer": 1.0},
+        tool_settle={"notify_customer": 3.0},
+    )
+    with Runtime(settings) as rt:
+        yield rt
+
+
+def _effects(sql: psycopg.Connection[Any], thread_id: str) -> list[tuple[Any, ...]]:
+    return sql.execute(
+        "SELECT tool, status, attempts FROM waystone.effects WHERE thread_id = %s ORDER BY ordinal",
+        (thread_id,),
+    ).fetchall()
+
+
+def _kinds(rt: Runtime, thread_id: str) -> list[str]:
+    return [e["kind"] for e in rt.history(thread_id)["events"]]
+
+
+def _one_of_each(provider: ProviderProcess) -> None:
+    ledger = provider.ledger()
+    assert len(ledger["refunds"]) == 1, ledger
+    assert len(ledger["notifications"]) == 1, ledger
+
+
+@pytest.mark.parametrize("endpoint", ["refunds", "notifications"])
+def test_timeout_after_apply_is_reconciled_not_repeated(
+    endpoint: str, fast_runtime: Runtime, provider: ProviderProcess, sql: psycopg.Connection[Any]
+) -> None:
+    provider.inject(endpoint, "timeout_after_apply", delay_s=3)
+    thread_id = fast_runtime.start("refund", SMALL).thread_id
+    assert fast_runtime.run(thread_id).state == "done"
+    _one_of_each(provider)
+    kinds = _kinds(fast_runtime, thread_id)
+    assert kinds.count("unknown-outcome") == 1
+    reconciled = [e for e in fast_runtime.history(thread_id)["events"] if e["kind"] == "reconciled"]
+    assert [e["reason"] for e in reconciled] == ["lookup found the effect: recorded as applied"]
+    assert [row[1:] for row in _effects(sql, thread_id)] == [("confirmed", 1), ("confirmed", 1)]
+
+
+def test_transient_twice_then_success_records_three_attempts(
+    fast_runtime: Runtime, provider: ProviderProcess, sql: psycopg.Connection[Any]
+) -> None:
+    provider.inject("refunds", "transient", times=2)
+    thread_id = fast_runtime.start("refund", SMALL).thread_id
+    assert fast_runtime.run(thread_id).state == "done"
+    assert _effects(sql, thread_id)[0] == ("refund", "confirmed", 3)
+    assert _kinds(fast_runtime, thread_id).count("retry") == 2
+    _one_of_each(provider)
+
+
+def test_attempt_count_survives_a_kill_between_attempts(
+    cli: Cli, provider: ProviderProcess, sql: psycopg.Connection[Any]
+) -> None:
+    provider.inject("refunds", "transient", times=2)
+    started = cli("start", "--agent", "refund", "--input", json.dumps(SMALL), "--json")
+    thread_id = json.loads(started.stdout)["thread_id"]
+    killed = cli("run", thread_id, env={"WAYSTONE_CRASH_AT": "execute:after-transient@refund"})
+    assert killed.returncode == -9
+    assert _effects(sql, thread_id) == [("refund", "intent", 1)]
+    resumed = cli("run", thread_id, "--json")
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["state"] == "done"
+    assert _effects(sql, thread_id)[0] == ("refund", "confirmed", 3)
+    _one_of_each(provider)
+
+
+def test_permanent_failure_is_not_retried_and_fails_the_run(
+    fast_runtime: Runtime, provider: ProviderProcess, sql: psycopg.Connection[Any]
+) -> None:
+    provider.inject("refunds", "permanent")
+    thread_id = fast_runtime.start("refund", SMALL).thread_id
+    final = fast_runtime.run(thread_id)
+    assert final.state == "failed"
+    assert "injected permanent failure" in final.reason
+    assert "HTTP 422" in fast_runtime.status(thread_id).reason
+    assert _effects(sql, thread_id) == [("refund", "failed", 1)]
+    assert "retry" not in _kinds(fast_runtime, thread_id)
+    assert provider.ledger() == {"refunds": [], "notifications": []}
+
+
+def test_slow_within_budget_succeeds(
+    fast_runtime: Runtime, provider: ProviderProcess, sql: psycopg.Connection[Any]
+) -> None:
+    provider.inject("refunds", "slow", delay_s=0.3)
+    thread_id = fast_runtime.start("refund", SMALL).thread_id
+    assert fast_runtime.run(thread_id).state == "done"
+    assert "unknown-outcome" not in _kinds(fast_runtime, thread_id)
+    assert _effects(sql, thread_id)[0] == ("refund", "confirmed", 1)
+
+
+@pytest.mark.parametrize("endpoint", ["refunds", "notifications"])
+def test_slow_beyond_budget_is_unknown_never_failed(
+    endpoint: str, fast_runtime: Runtime, provider: ProviderProcess, sql: psycopg.Connection[Any]
+) -> None:
+    provider.inject(endpoint, "slow", delay_s=2)
+    thread_id = fast_runtime.start("refund", SMALL).thread_id
+    assert fast_runtime.run(thread_id).state == "done"
+    kinds = _kinds(fast_runtime, thread_id)
+    assert kinds.count("unknown-outcome") == 1
+    assert "effect-failed" not in kinds
+    _one_of_each(provider)
+
+
+def test_tool_without_lookup_or_dedupe_goes_to_needs_human(
+    cli: Cli, provider: ProviderProcess, sql: psycopg.Connection[Any]
+) -> None:
+    agents = {"WAYSTONE_AGENTS": "tests.support.unsafe:build"}
+    started = cli(
+        "start", "--agent", "unsafe", "--input", '{"to": "ana@example.com"}', "--json", env=agents
+    )
+    assert started.returncode == 0, started.stderr
+    thread_id = json.loads(started.stdout)["thread_id"]
+    killed = cli("run", thread_id, env={**agents, "WAYSTONE_CRASH_AT": "execute:after-apply@fax"})
+    assert killed.returncode == -9
+    assert len(provider.ledger()["notifications"]) == 1
+    for _ in range(2):  # resumed, and resumed again after a requeue: never re-applied
+        resumed = cli("run", thread_id, "--json", env=agents)
+        assert resumed.returncode == 0, resumed.stderr
+        status = json.loads(resumed.stdout)
+        assert status["state"] == "needs-human"
+        assert "neither a lookup nor key deduplication" in status["reason"]
+        assert len(provider.ledger()["notifications"]) == 1
+        requeued = cli("requeue", thread_id, "--reason", "looked, unsure", env=agents)
+        assert requeued.returncode == 0, requeued.stderr
+    assert _effects(sql, thread_id) == [("fax", "intent", 0)]
