@@ -15,16 +15,24 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.errors import GraphDrained
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import RunControl
 
 from waystone.agent import AgentSpec
 from waystone.approval import parse_decision
-from waystone.checkpointing.database import Database
+from waystone.checkpointing.database import Database, translate
 from waystone.checkpointing.migrations import migrate
 from waystone.checkpointing.saver import make_saver
 from waystone.config import Settings
 from waystone.effects.ledger import Ledger
-from waystone.errors import BadInput, PermanentError, TransitionNotAllowed, WaystoneError
+from waystone.errors import (
+    BadInput,
+    LeaseLost,
+    PermanentError,
+    TransitionNotAllowed,
+    WaystoneError,
+)
 from waystone.graph.builder import build_graph
 from waystone.graph.ports import Ports
 from waystone.runs import driver
@@ -183,15 +191,24 @@ class Runtime:
         return self.status(run.thread_id)
 
     def run(self, thread_id: str) -> RunStatus:
-        """Drive a run in this process until it waits or ends."""
+        """Drive a run in this process until it waits or ends (the same claim as a worker's,
+        so it never runs a thread a worker holds)."""
         current = self.registry.get(thread_id)
         claimed = self.registry.claim(
-            thread_id, owner=self.owner, lease_seconds=self.settings.lease_seconds
+            owner=self.owner, lease_seconds=self.settings.lease_seconds, thread_id=thread_id
         )
         if claimed is None:
             raise TransitionNotAllowed(_not_runnable(current))
+        self.drive(claimed)
+        return self.status(thread_id)
+
+    def drive(self, claimed: Run, control: RunControl | None = None) -> None:
+        """Drive a run this process has claimed. Raises :class:`LeaseLost` when another
+        process took it over (nothing more is written), :class:`DatabaseUnavailable` when
+        Postgres went away (the lease expires and the run is picked up again)."""
         spec = self.agent(claimed.agent)
         graph = self.graph(claimed.agent)
+        log = {"thread_id": claimed.thread_id, "lease_token": claimed.lease_token}
         with driver.heartbeat(self.registry, claimed, self.settings.lease_seconds):
             try:
                 driver.drive(
@@ -200,19 +217,71 @@ class Runtime:
                     self.registry,
                     self.signals,
                     recursion_limit=spec.max_steps * 8 + 20,
+                    control=control,
                 )
-            except WaystoneError:
-                raise
+            except GraphDrained:
+                self.registry.release(claimed.thread_id, claimed.lease_token)
+                logger.info("drained: finished the step and released the lease", extra=log)
             except Exception as exc:
-                logger.exception("run failed", extra={"thread_id": thread_id})
+                meaning = _meaning(exc)
+                if meaning is not None:
+                    if isinstance(meaning, LeaseLost):
+                        logger.warning("stopped driving: %s", meaning, extra=log)
+                    raise meaning from exc
+                logger.exception("run failed", extra=log)
                 self.registry.transition(
-                    thread_id,
+                    claimed.thread_id,
                     "failed",
                     reason=f"error: {type(exc).__name__}: {exc}",
                     evidence={"error": repr(exc)},
                     from_states=("running",),
                     lease_token=claimed.lease_token,
                 )
+
+    def cancel(self, thread_id: str, *, by: str, reason: str) -> RunStatus:
+        """Move a run to ``failed`` with reason ``cancelled``. The lease token moves on, so
+        a process driving it stops at its next write (the next step boundary)."""
+        run = self.registry.get(thread_id)
+        if run.state == "done":
+            raise TransitionNotAllowed(f"run {thread_id} is done; a done run cannot be cancelled")
+        self.registry.transition(
+            thread_id,
+            "failed",
+            reason=f"cancelled by {by}: {reason}",
+            evidence={"cancelled": True, "by": by, "reason": reason},
+            from_states=("queued", "running", "waiting", "needs-human"),
+            actor=by,
+            bump=True,
+        )
+        return self.status(thread_id)
+
+    def signal(
+        self,
+        thread_id: str,
+        name: str,
+        payload: dict[str, Any] | None = None,
+        *,
+        key: str | None = None,
+        actor: str = "waystone",
+    ) -> RunStatus:
+        """Deliver an external event. It wakes the run if it waits for ``name``, and is kept
+        for it otherwise (a signal that arrives before the wait begins is not lost).
+        ``key`` deduplicates deliveries (a webhook's event id)."""
+        if not name or name == driver.APPROVAL:
+            raise BadInput("a signal needs a name other than 'approval' (use `approve`)")
+        run = self.registry.get(thread_id)
+        if run.state == "done":
+            raise TransitionNotAllowed(f"run {thread_id} is done; it takes no more signals")
+        sig, created = self.signals.record(
+            thread_id, name, key or uuid.uuid4().hex, payload or {}, actor=actor
+        )
+        self.registry.event(
+            thread_id,
+            "signal" if created else "signal-repeated",
+            f"signal {name!r} received",
+            {"signal_id": sig.id, "payload": payload or {}},
+            actor=actor,
+        )
         return self.status(thread_id)
 
     def requeue(self, thread_id: str, *, by: str, reason: str) -> RunStatus:
@@ -225,7 +294,9 @@ class Runtime:
                 f"run {thread_id} is {run.state}; only failed or needs-human runs are requeued"
             )
         self._reopen_graph(run)
-        with self.db.transaction() as conn:
+        # A person's action on a run nobody holds: it writes with the run's current token,
+        # so a zombie that still thinks it holds the run stays fenced out.
+        with self.db.transaction(fence=run.lease_token) as conn:
             reset = self.db.execute(
                 "reset_effects_for_requeue",
                 conn=conn,
@@ -246,7 +317,7 @@ class Runtime:
     def _reopen_graph(self, run: Run) -> None:
         """A graph that ended with an outcome resumes just before the node that ended it."""
         graph = self.graph(run.agent)
-        config = self.config(run.thread_id)
+        config = driver.graph_config(run.thread_id, lease_token=run.lease_token)
         outcome = graph.get_state(config).values.get("outcome")
         if not outcome or outcome.get("state") == "done":
             return  # it stopped on an error: resuming re-runs the failed step as it is
@@ -264,7 +335,9 @@ class Runtime:
             snapshot = graph.get_state(self.config(thread_id))
             step = snapshot.next[0] if snapshot.next else None
             if run.state == "waiting":
-                pending = driver.pending_interrupt(graph, thread_id)
+                waiting_on = driver.pending_interrupt(graph, thread_id)
+                if waiting_on is not None and waiting_on.value.get("kind") == driver.APPROVAL:
+                    pending = waiting_on.value
         recorded = any(s.name == driver.APPROVAL for s in self.signals.pending(thread_id))
         return _status(run, step, pending, recorded)
 
@@ -294,12 +367,13 @@ class Runtime:
         args: dict[str, Any] | None,
     ) -> RunStatus:
         run = self.registry.get(thread_id)
-        pending = (
+        waiting_on = (
             driver.pending_interrupt(self.graph(run.agent), thread_id)
             if run.state == "waiting"
             else None
         )
-        if pending is None:
+        pending = waiting_on.value if waiting_on is not None else None
+        if pending is None or pending.get("kind") != driver.APPROVAL:
             raise TransitionNotAllowed(
                 f"run {thread_id} is {run.state} and not waiting for an approval; "
                 "nothing to decide (see `waystone status`)"
@@ -393,6 +467,22 @@ def _status(
         reason=run.reason,
         decision_recorded=recorded,
     )
+
+
+def _meaning(exc: BaseException) -> WaystoneError | None:
+    """The Waystone error behind an exception raised through LangGraph, if any."""
+    import psycopg
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, WaystoneError):
+            return seen
+        if isinstance(seen, psycopg.DatabaseError):
+            translated = translate(seen)
+            if isinstance(translated, WaystoneError):
+                return translated
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _not_runnable(run: Run) -> str:

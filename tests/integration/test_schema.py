@@ -124,4 +124,4 @@ def test_two_processes_migrate_an_empty_database_at_once(empty_database_url: str
     assert {r[0].strip() for r in results} == {str(latest_version())}
     with psycopg.connect(empty_database_url) as conn:
         row = conn.execute("SELECT count(*) FROM waystone.allowed_transitions").fetchone()
-    assert row == (12,)
+    assert row == (13,)

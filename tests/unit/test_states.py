@@ -10,6 +10,7 @@ def test_table_matches_design() -> None:
     assert is_allowed("failed", "queued")
     assert is_allowed("needs-human", "failed")
     assert not is_allowed("queued", "done")
+    assert is_allowed("queued", "failed")
     assert not is_allowed("done", "queued")
     assert not is_allowed("waiting", "done")
 
@@ -22,4 +23,5 @@ def test_no_state_moves_to_itself(src: str) -> None:
 def test_pairs_are_sorted_and_complete() -> None:
     pairs = transition_pairs()
     assert pairs == sorted(pairs)
-    assert len(pairs) == sum(len(v) for v in ALLOWED.values()) == 12
+    assert len(pairs) == sum(len(v) for v in ALLOWED.values()) == 13
+    assert ("queued", "failed") in pairs  # the added edge: cancelling a queued run

@@ -16,7 +16,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from waystone import sql
 from waystone.checkpointing import embedded
 from waystone.config import Settings
-from waystone.errors import DatabaseUnavailable
+from waystone.errors import DatabaseUnavailable, LeaseLost, TransitionNotAllowed
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +55,7 @@ class Database:
             },
             open=False,
             name="waystone",
+            check=ConnectionPool.check_connection,  # a restarted server leaves dead ones
         )
         try:
             pool.open(wait=True, timeout=15)
@@ -70,38 +71,77 @@ class Database:
         self.pool.close()
 
     @contextmanager
-    def connection(self) -> Iterator[Conn]:
+    def connection(self, fence: int | None = None) -> Iterator[Conn]:
+        """A pooled connection. With ``fence`` (a lease token) everything runs in one
+        transaction whose writes Postgres rejects unless the token is the run's current one.
+        """
         try:
             with self.pool.connection(timeout=30) as conn:
-                yield conn
-        except (psycopg.OperationalError, PoolTimeout) as exc:
+                if fence is None:
+                    yield conn
+                else:
+                    with conn.transaction():
+                        conn.execute(FENCE_SQL, (str(fence),))
+                        yield conn
+        except psycopg.OperationalError as exc:
             raise DatabaseUnavailable(
                 f"lost the connection to Postgres at {_redact(self.url)}: {exc}"
             ) from exc
+        except PoolTimeout as exc:
+            raise DatabaseUnavailable(
+                f"no connection to Postgres at {_redact(self.url)} within 30s: {exc}"
+            ) from exc
+        except psycopg.DatabaseError as exc:
+            raise translate(exc) from exc
 
     @contextmanager
-    def transaction(self) -> Iterator[Conn]:
+    def transaction(self, fence: int | None = None) -> Iterator[Conn]:
+        if fence is not None:
+            with self.connection(fence) as conn:
+                yield conn
+            return
         with self.connection() as conn, conn.transaction():
             yield conn
 
-    def fetch_one(self, name: str, /, **params: Any) -> dict[str, Any] | None:
-        with self.connection() as conn:
+    def fetch_one(
+        self, name: str, /, *, fence: int | None = None, **params: Any
+    ) -> dict[str, Any] | None:
+        with self.connection(fence) as conn:
             return conn.execute(sql.query(name), _jsonify(params)).fetchone()
 
-    def fetch_all(self, name: str, /, **params: Any) -> list[dict[str, Any]]:
-        with self.connection() as conn:
+    def fetch_all(
+        self, name: str, /, *, fence: int | None = None, **params: Any
+    ) -> list[dict[str, Any]]:
+        with self.connection(fence) as conn:
             return conn.execute(sql.query(name), _jsonify(params)).fetchall()
 
     def execute(
-        self, name: str, /, conn: Conn | None = None, **params: Any
+        self, name: str, /, conn: Conn | None = None, *, fence: int | None = None, **params: Any
     ) -> list[dict[str, Any]]:
         """Run a named query on ``conn`` (inside a caller's transaction) or a pooled one."""
         if conn is not None:
-            cur = conn.execute(sql.query(name), _jsonify(params))
+            try:
+                cur = conn.execute(sql.query(name), _jsonify(params))
+            except psycopg.DatabaseError as exc:
+                raise translate(exc) from exc
             return cur.fetchall() if cur.description else []
-        with self.connection() as own:
+        with self.connection(fence) as own:
             cur = own.execute(sql.query(name), _jsonify(params))
             return cur.fetchall() if cur.description else []
+
+
+FENCE_SQL = "SELECT set_config('waystone.lease_token', %s, true)"
+
+
+def translate(exc: psycopg.DatabaseError) -> Exception:
+    """Postgres errors that carry Waystone meaning become Waystone errors."""
+    if exc.sqlstate == "WS410":
+        return LeaseLost(str(exc.diag.message_primary or exc))
+    if exc.sqlstate in ("WS409", "WS422"):
+        return TransitionNotAllowed(str(exc.diag.message_primary or exc))
+    if isinstance(exc, psycopg.OperationalError):
+        return DatabaseUnavailable(f"lost the connection to Postgres: {exc}")
+    return exc
 
 
 def _redact(url: str) -> str:

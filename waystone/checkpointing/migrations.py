@@ -100,4 +100,10 @@ def _migrate_locked(db: Database) -> int:
                 )
                 current = version
     PostgresSaver(db.pool).setup()
+    with db.transaction() as conn:
+        row = conn.execute(
+            "SELECT count(*) AS n FROM pg_trigger WHERE tgname = 'waystone_fence'"
+        ).fetchone()
+        if row is None or row["n"] < 3:
+            conn.execute(sql.read("langgraph_fence.sql"))
     return current

@@ -41,11 +41,24 @@ class Ledger:
         return [Effect.from_row(r) for r in self.db.fetch_all("list_effects", thread_id=thread_id)]
 
     def record_intent(
-        self, *, key: str, thread_id: str, ordinal: int, tool: str, args: dict[str, Any]
+        self,
+        *,
+        key: str,
+        thread_id: str,
+        ordinal: int,
+        tool: str,
+        args: dict[str, Any],
+        fence: int | None = None,
     ) -> Effect:
         """Commit the intent (or count one more attempt) before calling the provider."""
         row = self.db.fetch_one(
-            "record_intent", key=key, thread_id=thread_id, ordinal=ordinal, tool=tool, args=args
+            "record_intent",
+            fence=fence,
+            key=key,
+            thread_id=thread_id,
+            ordinal=ordinal,
+            tool=tool,
+            args=args,
         )
         assert row is not None
         return Effect.from_row(row)
@@ -58,9 +71,11 @@ class Ledger:
         receipt: dict[str, Any] | None = None,
         confirmation: dict[str, Any] | None = None,
         error: str | None = None,
+        fence: int | None = None,
     ) -> Effect:
         row = self.db.fetch_one(
             "update_effect",
+            fence=fence,
             key=key,
             status=status,
             receipt=receipt,

@@ -40,6 +40,7 @@ class EffectResult:
 class EffectRunner:
     ledger: Ledger
     event: EventFn  # (kind, reason, evidence) -> recorded on the run's history
+    fence: int | None = None  # the lease token every ledger write carries
     sleep: Callable[[float], None] = time.sleep
     rand: Callable[[], float] = field(default=random.random)
 
@@ -109,7 +110,7 @@ class EffectRunner:
                 self.sleep(tool.settle_s - age)
                 found = self._lookup_once(key, args, tool)
         if isinstance(found, dict):
-            row = self.ledger.update(key, "applied", receipt=found)
+            row = self.ledger.update(key, "applied", receipt=found, fence=self.fence)
             self.event(
                 "reconciled",
                 "lookup found the effect: recorded as applied",
@@ -138,7 +139,12 @@ class EffectRunner:
     ) -> tuple[Step, Effect | None, EffectResult | None]:
         key, args = action["key"], action["args"]
         row = self.ledger.record_intent(
-            key=key, thread_id=thread_id, ordinal=action["ordinal"], tool=tool.name, args=args
+            key=key,
+            thread_id=thread_id,
+            ordinal=action["ordinal"],
+            tool=tool.name,
+            args=args,
+            fence=self.fence,
         )
         if row.attempts > tool.retry.max_attempts:
             reason = (
@@ -152,17 +158,17 @@ class EffectRunner:
         try:
             receipt = tool.apply(args, key, tool.timeout_s)
         except TransientError as exc:
-            row = self.ledger.update(key, "intent", error=str(exc))
+            row = self.ledger.update(key, "intent", error=str(exc), fence=self.fence)
             self.event("retry", f"transient: {exc}", {"key": key, "attempt": row.attempts})
             crash_point("execute:after-transient", tool.name)
             self.sleep(tool.retry.delay(row.attempts, self.rand()))
             return Step.APPLY, row, None
         except PermanentError as exc:
-            self.ledger.update(key, "failed", error=str(exc))
+            self.ledger.update(key, "failed", error=str(exc), fence=self.fence)
             self.event("effect-failed", f"permanent: {exc}", {"key": key, "attempt": row.attempts})
             return Step.FAILED, row, EffectResult("failed", reason=str(exc))
         except UnknownOutcome as exc:
-            row = self.ledger.update(key, "unknown", error=str(exc))
+            row = self.ledger.update(key, "unknown", error=str(exc), fence=self.fence)
             elapsed = time.monotonic() - started
             self.event(
                 "unknown-outcome",
@@ -176,7 +182,7 @@ class EffectRunner:
             )
             return self._step("unknown", tool), row, None
         crash_point("execute:after-apply", tool.name)
-        row = self.ledger.update(key, "applied", receipt=receipt)
+        row = self.ledger.update(key, "applied", receipt=receipt, fence=self.fence)
         self.event(
             "effect-applied",
             f"{tool.name} applied",

@@ -25,11 +25,9 @@ class Ports:
     tool_timeouts: Mapping[str, float] = field(default_factory=dict)
     tool_settle: Mapping[str, float] = field(default_factory=dict)
 
-    def runner(self, thread_id: str) -> EffectRunner:
-        def event(kind: str, reason: str, evidence: dict[str, Any]) -> None:
-            self.registry.event(thread_id, kind, reason, evidence)
-
-        return EffectRunner(ledger=self.ledger, event=event)
+    def scope(self, config: RunnableConfig) -> RunScope:
+        """What a node needs about the run it is executing: its id and lease token."""
+        return RunScope(self, thread_id_of(config), lease_of(config))
 
     def tool(self, name: str) -> Tool | None:
         """The agent's tool, with this deployment's timeout for it if one is configured."""
@@ -39,6 +37,29 @@ class Ports:
         if tool is not None and name in self.tool_settle:
             tool = replace(tool, settle_s=self.tool_settle[name])
         return tool
+
+
+@dataclass(frozen=True)
+class RunScope:
+    """One run as seen from inside a node: every write it makes carries the lease token."""
+
+    ports: Ports
+    thread_id: str
+    fence: int | None
+
+    def event(self, kind: str, reason: str, evidence: dict[str, Any] | None = None) -> None:
+        self.ports.registry.event(self.thread_id, kind, reason, evidence, lease_token=self.fence)
+
+    def runner(self) -> EffectRunner:
+        def event(kind: str, reason: str, evidence: dict[str, Any]) -> None:
+            self.event(kind, reason, evidence)
+
+        return EffectRunner(ledger=self.ports.ledger, event=event, fence=self.fence)
+
+
+def lease_of(config: RunnableConfig) -> int | None:
+    token = (config.get("configurable") or {}).get("lease_token")
+    return int(token) if token is not None else None
 
 
 def thread_id_of(config: RunnableConfig) -> str:

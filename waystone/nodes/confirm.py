@@ -8,7 +8,7 @@ from langchain_core.runnables import RunnableConfig
 
 from waystone.crash import crash_point
 from waystone.errors import PermanentError, TransientError, UnknownOutcome
-from waystone.graph.ports import Ports, thread_id_of
+from waystone.graph.ports import Ports
 from waystone.graph.state import AgentState
 
 
@@ -16,7 +16,7 @@ def make_confirm(ports: Ports) -> Any:
     def confirm(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         action = state.get("action")
         assert action is not None
-        thread_id = thread_id_of(config)
+        scope = ports.scope(config)
         tool = ports.tool(action["tool"])
         assert tool is not None
         confirmation = state.get("confirmation")
@@ -30,17 +30,17 @@ def make_confirm(ports: Ports) -> Any:
                 confirmation = tool.confirm(action["args"], action["key"], receipt, tool.timeout_s)
             except (TransientError, UnknownOutcome, PermanentError) as exc:
                 reason = f"could not read back {tool.name} ({action['key']}): {exc}"
-                ports.registry.event(thread_id, "confirm-failed", reason, {"key": action["key"]})
+                scope.event("confirm-failed", reason, {"key": action["key"]})
                 return {"outcome": {"state": "needs-human", "reason": reason, "at": "confirm"}}
             crash_point("confirm:after-lookup", tool.name)
             if confirmation is None:
                 reason = f"{tool.name} was applied but the provider does not show it"
-                ports.registry.event(thread_id, "confirm-failed", reason, {"key": action["key"]})
+                scope.event("confirm-failed", reason, {"key": action["key"]})
                 return {"outcome": {"state": "needs-human", "reason": reason, "at": "confirm"}}
-            ports.ledger.update(action["key"], "confirmed", confirmation=confirmation)
-            ports.registry.event(
-                thread_id, "effect-confirmed", f"{tool.name} read back", {"key": action["key"]}
+            ports.ledger.update(
+                action["key"], "confirmed", confirmation=confirmation, fence=scope.fence
             )
+            scope.event("effect-confirmed", f"{tool.name} read back", {"key": action["key"]})
             crash_point("confirm:after-record", tool.name)
         done = {
             "ordinal": action["ordinal"],

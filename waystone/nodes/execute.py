@@ -6,7 +6,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from waystone.graph.ports import Ports, thread_id_of
+from waystone.graph.ports import Ports
 from waystone.graph.state import AgentState
 
 APPROVING = ("allow", "approve", "edit")
@@ -26,9 +26,8 @@ def make_execute(ports: Ports) -> Any:
             return {"outcome": {"state": "needs-human", "reason": reason, "at": "execute"}}
         tool = ports.tool(action["tool"])
         assert tool is not None
-        result = ports.runner(thread_id_of(config)).perform(
-            thread_id_of(config), dict(action), tool
-        )
+        scope = ports.scope(config)
+        result = scope.runner().perform(scope.thread_id, dict(action), tool)
         note = {"step": "execute", "tool": tool.name, "key": action["key"], "status": result.status}
         if result.status in ("applied", "confirmed"):
             return {

@@ -13,7 +13,7 @@ from langchain_core.runnables import RunnableConfig
 from waystone.crash import crash_point
 from waystone.effects.keys import action_digest, idempotency_key
 from waystone.errors import PermanentError
-from waystone.graph.ports import Ports, thread_id_of
+from waystone.graph.ports import Ports, RunScope
 from waystone.graph.state import Action, AgentState
 from waystone.proposers import Proposal, ProposalContext
 
@@ -44,7 +44,7 @@ def _call(fn: Callable[[], T], timeout_s: float) -> T:
     return cast(T, box["value"])
 
 
-def _ask(ports: Ports, thread_id: str, ctx: ProposalContext) -> Proposal | None:
+def _ask(ports: Ports, scope: RunScope, ctx: ProposalContext) -> Proposal | None:
     """Ask the proposer, each call with the model budget; transient trouble is retried with
     backoff and recorded on the run's history. Permanent errors propagate."""
     agent, policy = ports.agent, ports.model_retry
@@ -58,9 +58,7 @@ def _ask(ports: Ports, thread_id: str, ctx: ProposalContext) -> Proposal | None:
             raise
         except Exception as exc:  # a timeout, a 429, a dropped connection
             kind = "model-timeout" if isinstance(exc, TimeoutError) else "model-error"
-            ports.registry.event(
-                thread_id, kind, f"{type(exc).__name__}: {exc}", {"attempt": attempt}
-            )
+            scope.event(kind, f"{type(exc).__name__}: {exc}", {"attempt": attempt})
             if attempt < policy.max_attempts:
                 time.sleep(policy.delay(attempt, random.random()))
     raise ModelUnavailable(
@@ -73,7 +71,8 @@ def make_propose(ports: Ports) -> Any:
     agent = ports.agent
 
     def propose(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
-        thread_id = thread_id_of(config)
+        scope = ports.scope(config)
+        thread_id = scope.thread_id
         steps = state.get("steps", 0) + 1
         ctx = ProposalContext(
             goal=state.get("goal", ""),
@@ -89,7 +88,7 @@ def make_propose(ports: Ports) -> Any:
             "confirmation": None,
         }
         try:
-            proposal = _ask(ports, thread_id, ctx)
+            proposal = _ask(ports, scope, ctx)
         except ModelUnavailable as exc:
             outcome = {"state": "needs-human", "reason": str(exc), "at": "propose"}
             return {**cleared, "action": None, "outcome": outcome}

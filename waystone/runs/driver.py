@@ -1,8 +1,9 @@
 """Drive one claimed run: resume its graph from Postgres, then map the outcome to a state.
 
-claim -> resume graph (initial input, a recorded decision, or nothing after a crash) ->
-transition (waiting / done / failed / needs-human) and consume used signals, in one
-transaction. A heartbeat thread keeps the lease while the graph runs.
+claim -> resume the graph (initial input; the signal or decision it waits for; a timeout;
+or nothing, after a crash) -> transition (waiting / done / failed / needs-human) and
+consume the signals used, in one transaction. A heartbeat thread keeps the lease while
+the graph runs; every write carries the lease token (fencing).
 """
 
 from __future__ import annotations
@@ -11,33 +12,46 @@ import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Command
+from langgraph.runtime import RunControl
+from langgraph.types import Command, Interrupt
 
 from waystone.crash import crash_point
 from waystone.graph.state import initial_state
 from waystone.runs.registry import Run, RunRegistry
-from waystone.runs.signals import SignalBox
+from waystone.runs.signals import Signal, SignalBox
 
 logger = logging.getLogger(__name__)
 
 APPROVAL = "approval"
 
 
-def graph_config(thread_id: str, recursion_limit: int = 200) -> RunnableConfig:
-    return {"configurable": {"thread_id": thread_id}, "recursion_limit": recursion_limit}
+def graph_config(
+    thread_id: str, recursion_limit: int = 200, lease_token: int | None = None
+) -> RunnableConfig:
+    """The LangGraph config of a run; with ``lease_token`` every write it causes is fenced."""
+    configurable: dict[str, Any] = {"thread_id": thread_id}
+    if lease_token is not None:
+        configurable["lease_token"] = lease_token
+    return {"configurable": configurable, "recursion_limit": recursion_limit}
 
 
-def pending_interrupt(graph: CompiledStateGraph[Any], thread_id: str) -> dict[str, Any] | None:
-    """The payload of the interrupt the run waits on, or ``None``."""
+def pending_interrupt(graph: CompiledStateGraph[Any], thread_id: str) -> Interrupt | None:
+    """The interrupt the run waits on (an approval or a signal), or ``None``."""
     snapshot = graph.get_state(graph_config(thread_id))
     for item in snapshot.interrupts:
-        if isinstance(item.value, dict):
-            return item.value
+        if isinstance(item.value, dict) and item.value.get("kind") in (APPROVAL, "signal"):
+            return item
     return None
+
+
+def wanted_signal(waiting_on: Interrupt) -> str:
+    value: dict[str, Any] = waiting_on.value
+    return APPROVAL if value.get("kind") == APPROVAL else str(value["name"])
 
 
 @contextmanager
@@ -53,7 +67,7 @@ def heartbeat(registry: RunRegistry, run: Run, lease_seconds: float) -> Iterator
                     logger.warning("lease lost", extra={"thread_id": run.thread_id})
                     return
             except Exception:  # the database may be briefly away; the next beat retries
-                logger.exception("heartbeat failed", extra={"thread_id": run.thread_id})
+                logger.warning("heartbeat failed", extra={"thread_id": run.thread_id})
 
     thread = threading.Thread(target=beat, name=f"heartbeat-{run.thread_id}", daemon=True)
     thread.start()
@@ -71,50 +85,74 @@ def drive(
     signals: SignalBox,
     *,
     recursion_limit: int,
+    control: RunControl | None = None,
 ) -> Run:
-    """Resume the graph of a claimed run and record where it ended."""
-    config = graph_config(run.thread_id, recursion_limit)
-    snapshot = graph.get_state(config)
-    pending = [s for s in signals.pending(run.thread_id) if s.name == APPROVAL]
-    waiting_on = pending_interrupt(graph, run.thread_id)
-    payload: Any
-    if not snapshot.values:
+    """Resume the graph of a claimed run until it waits or ends, and record where."""
+    config = graph_config(run.thread_id, recursion_limit, run.lease_token)
+    payload: Any = None
+    if not graph.get_state(config).values:
         payload = initial_state(run.goal, run.input)
-    elif waiting_on is not None:
-        answer = next((s for s in pending if s.dedupe_key == waiting_on.get("digest")), None)
-        payload = Command(resume=answer.payload) if answer else None
-        if answer is None:
-            return _settle(graph, run, registry, signals)
-    else:
-        payload = None  # resume from the last checkpoint (after a crash or a failure)
-    graph.invoke(payload, config, durability="sync")
-    crash_point("run:after-checkpoint")
-    return _settle(graph, run, registry, signals)
+    while True:
+        waiting_on = pending_interrupt(graph, run.thread_id)
+        if payload is None and waiting_on is not None:
+            payload = _answer(waiting_on, run, signals)
+            if payload is None:
+                break  # still waiting: nothing arrived and the wait has not timed out
+        graph.invoke(payload, config, durability="sync", control=control)
+        crash_point("run:after-checkpoint")
+        payload = None
+        waiting_on = pending_interrupt(graph, run.thread_id)
+        if waiting_on is None or not _available(waiting_on, run.thread_id, signals):
+            break  # ended, or waits for something that has not arrived yet
+    return settle(graph, run, registry, signals)
 
 
-def _settle(
+def _available(waiting_on: Interrupt, thread_id: str, signals: SignalBox) -> bool:
+    return _match(waiting_on, signals.pending(thread_id)) is not None
+
+
+def _match(waiting_on: Interrupt, pending: list[Signal]) -> Signal | None:
+    value: dict[str, Any] = waiting_on.value
+    for sig in pending:
+        if value["kind"] == APPROVAL:
+            if sig.name == APPROVAL and sig.dedupe_key == value.get("digest"):
+                return sig
+        elif sig.name == value.get("name"):
+            return sig
+    return None
+
+
+def _answer(waiting_on: Interrupt, run: Run, signals: SignalBox) -> Command[Any] | None:
+    """The resume value for the interrupt: its signal (reserved to it), a timeout, or none."""
+    sig = _match(waiting_on, signals.pending(run.thread_id))
+    if sig is not None:
+        signals.reserve(sig.id, waiting_on.id)
+        if waiting_on.value["kind"] == APPROVAL:
+            return Command(resume=sig.payload)
+        return Command(resume={"signal": sig.name, "payload": sig.payload, "id": sig.id})
+    if run.wake_at is not None and run.wake_at <= datetime.now(UTC):
+        return Command(resume={"timeout": True})
+    return None
+
+
+def settle(
     graph: CompiledStateGraph[Any], run: Run, registry: RunRegistry, signals: SignalBox
 ) -> Run:
     """Transition the run to what its graph says, consuming the signals it has used."""
     waiting_on = pending_interrupt(graph, run.thread_id)
     values = graph.get_state(graph_config(run.thread_id)).values
     outcome = values.get("outcome") if isinstance(values, dict) else None
-    live_digest = waiting_on.get("digest") if waiting_on else None
-    with registry.db.transaction() as conn:
+    live = _match(waiting_on, signals.pending(run.thread_id)) if waiting_on else None
+    with registry.db.transaction(fence=run.lease_token) as conn:
         for sig in signals.pending(run.thread_id):
-            if sig.name == APPROVAL and sig.dedupe_key != live_digest:
+            used = sig.reserved_for is not None and (
+                waiting_on is None or sig.reserved_for != waiting_on.id
+            )
+            stale = sig.name == APPROVAL and (live is None or sig.id != live.id)
+            if used or stale:
                 signals.consume(sig.id, conn=conn)
         if waiting_on is not None:
-            reason = f"waiting for approval of {waiting_on.get('tool')}: {waiting_on.get('reason')}"
-            return registry.transition(
-                run.thread_id,
-                "waiting",
-                reason=reason,
-                from_states=("running",),
-                evidence={"pending_approval": waiting_on},
-                lease_token=run.lease_token,
-                conn=conn,
-            )
+            return _to_waiting(registry, run, waiting_on, conn)
         if not outcome:
             outcome = {"state": "failed", "reason": "the graph ended without an outcome"}
         return registry.transition(
@@ -126,3 +164,27 @@ def _settle(
             lease_token=run.lease_token,
             conn=conn,
         )
+
+
+def _to_waiting(registry: RunRegistry, run: Run, waiting_on: Interrupt, conn: Any) -> Run:
+    value: dict[str, Any] = waiting_on.value
+    evidence: dict[str, Any]
+    if value["kind"] == APPROVAL:
+        reason = f"waiting for approval of {value.get('tool')}: {value.get('reason')}"
+        evidence = {"pending_approval": value}
+        wake_at = None
+    else:
+        reason = f"waiting for signal {value['name']!r} (timeout {value['timeout_s']:g}s)"
+        evidence = {"waiting_for_signal": value, "interrupt_id": waiting_on.id}
+        wake_at = datetime.now(UTC) + timedelta(seconds=float(value["timeout_s"]))
+    return registry.transition(
+        run.thread_id,
+        "waiting",
+        reason=reason,
+        from_states=("running",),
+        evidence=evidence,
+        lease_token=run.lease_token,
+        waiting_for=wanted_signal(waiting_on),
+        wake_at=wake_at,
+        conn=conn,
+    )

@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import psycopg
-
 from waystone.checkpointing.database import Conn, Database
 from waystone.errors import LeaseLost, TransitionNotAllowed, UnknownThread
 from waystone.runs.states import ALLOWED, STATES
@@ -37,6 +35,8 @@ class Run:
     lease_owner: str | None
     lease_expires_at: datetime | None
     attempts: int
+    waiting_for: str | None
+    wake_at: datetime | None
     created_at: datetime
     updated_at: datetime
 
@@ -130,28 +130,33 @@ class RunRegistry:
         from_states: tuple[str, ...] | None = None,
         lease_token: int | None = None,
         actor: str = "waystone",
+        waiting_for: str | None = None,
+        wake_at: datetime | None = None,
+        bump: bool = False,
         conn: Conn | None = None,
     ) -> Run:
-        """Move a run to ``to_state``. Raises :class:`TransitionNotAllowed` if it cannot."""
+        """Move a run to ``to_state``. Raises :class:`TransitionNotAllowed` if it cannot.
+
+        ``lease_token`` makes it conditional on the caller still holding the lease;
+        ``bump`` raises the token, so a process that holds the run loses it (cancel).
+        """
         if to_state not in STATES:
             raise TransitionNotAllowed(f"unknown state {to_state!r}")
         sources = from_states or tuple(s for s, dsts in ALLOWED.items() if to_state in dsts)
-        try:
-            rows = self.db.execute(
-                "transition",
-                conn=conn,
-                thread_id=thread_id,
-                to_state=to_state,
-                reason=reason,
-                evidence=evidence or {},
-                actor=actor,
-                from_states=list(sources),
-                lease_token=lease_token,
-            )
-        except psycopg.DatabaseError as exc:
-            if exc.sqlstate in ("WS409", "WS422"):  # raised by the transition trigger
-                raise TransitionNotAllowed(str(exc.diag.message_primary)) from exc
-            raise
+        rows = self.db.execute(
+            "transition",
+            conn=conn,
+            thread_id=thread_id,
+            to_state=to_state,
+            reason=reason,
+            evidence=evidence or {},
+            actor=actor,
+            from_states=list(sources),
+            lease_token=lease_token,
+            waiting_for=waiting_for,
+            wake_at=wake_at,
+            bump=bump,
+        )
         if rows:
             return Run.from_row(rows[0])
         run = self.get(thread_id)  # raises UnknownThread
@@ -165,32 +170,61 @@ class RunRegistry:
             f"(allowed from: {', '.join(sources) or 'nowhere'})"
         )
 
-    def claim(self, thread_id: str, *, owner: str, lease_seconds: float) -> Run | None:
-        """Claim a runnable run (queued, or waiting with a pending signal), or take over a
-        running one whose lease expired or whose local owner died. ``None`` if not runnable."""
+    def claim(
+        self,
+        *,
+        owner: str,
+        lease_seconds: float,
+        thread_id: str | None = None,
+        agents: list[str] | None = None,
+    ) -> Run | None:
+        """Claim a runnable run: the named one, or the oldest runnable of ``agents``.
+
+        A running run whose lease expired changes hands without a state change; the
+        takeover is recorded on its history. ``None`` when nothing is runnable.
+        """
+        dead = None
+        if thread_id is not None:
+            current = self.get(thread_id)
+            if current.state == "running" and owner_is_dead(current.lease_owner):
+                dead = current.lease_owner
         row = self.db.fetch_one(
-            "claim_run",
+            "claim",
             thread_id=thread_id,
-            owner=owner,
-            lease_seconds=lease_seconds,
-            reason="claimed",
-            evidence={"owner": owner},
-        )
-        if row is not None:
-            return Run.from_row(row)
-        current = self.get(thread_id)
-        if current.state != "running":
-            return None
-        dead = current.lease_owner if owner_is_dead(current.lease_owner) else None
-        row = self.db.fetch_one(
-            "take_over_run",
-            thread_id=thread_id,
+            agents=agents,
             owner=owner,
             lease_seconds=lease_seconds,
             dead_owner=dead,
-            reason="lease taken over: previous owner died" if dead else "lease expired",
+            reason="claimed",
         )
-        return Run.from_row(row) if row is not None else None
+        if row is None:
+            return None
+        run = Run.from_row(row)
+        if row["prev_state"] == "running":
+            why = (
+                "previous owner died"
+                if row["prev_owner"] == dead and dead
+                else "lease released"
+                if row["prev_owner"] is None
+                else "lease expired"
+            )
+            self.event(
+                run.thread_id,
+                "lease-takeover",
+                f"lease taken over: {why}",
+                {"previous_owner": row["prev_owner"], "owner": owner},
+                actor=owner,
+                lease_token=run.lease_token,
+            )
+        return run
+
+    def release(self, thread_id: str, lease_token: int) -> bool:
+        """Hand the lease back (no state change); the next claim takes the run at once."""
+        return bool(self.db.execute("release", thread_id=thread_id, lease_token=lease_token))
+
+    def next_wake(self) -> datetime | None:
+        row = self.db.fetch_one("next_wake")
+        return row["wake_at"] if row else None
 
     def heartbeat(self, thread_id: str, lease_token: int, lease_seconds: float) -> bool:
         row = self.db.fetch_one(
@@ -208,8 +242,10 @@ class RunRegistry:
         actor: str = "waystone",
         lease_token: int | None = None,
     ) -> None:
+        """Record an event. With a ``lease_token`` the write is fenced by it."""
         self.db.execute(
             "insert_event",
+            fence=lease_token,
             thread_id=thread_id,
             kind=kind,
             reason=reason,

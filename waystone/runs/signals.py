@@ -18,6 +18,7 @@ class Signal:
     payload: dict[str, Any]
     actor: str
     created_at: datetime
+    reserved_for: str | None
     consumed_at: datetime | None
 
     @classmethod
@@ -53,6 +54,12 @@ class SignalBox:
         return [
             Signal.from_row(r) for r in self.db.fetch_all("pending_signals", thread_id=thread_id)
         ]
+
+    def reserve(self, signal_id: int, interrupt_id: str) -> None:
+        """Hand a signal to an interrupt before resuming it: if the process dies before the
+        resume is stored, the signal is delivered to the same interrupt again; once the
+        interrupt is answered, the signal is consumed."""
+        self.db.execute("reserve_signal", id=signal_id, interrupt_id=interrupt_id)
 
     def consume(self, signal_id: int, conn: Conn | None = None) -> None:
         self.db.execute("consume_signal", conn=conn, id=signal_id)

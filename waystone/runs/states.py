@@ -2,6 +2,11 @@
 
 This table is mirrored in the database (``waystone.allowed_transitions``), where a trigger
 rejects anything else; a test checks that the two agree.
+
+One edge is added to DESIGN.md's baseline: ``queued -> failed``. Cancelling moves a run to
+``failed`` with reason ``cancelled`` (DESIGN.md section 3), and a run can be cancelled
+before any worker picked it up; without the edge a queued run could only be cancelled by
+first running it, which is exactly what cancelling must prevent.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ STATES: Final[tuple[str, ...]] = get_args(RunState)
 TERMINAL: Final[frozenset[str]] = frozenset({"done"})
 
 ALLOWED: Final[dict[str, frozenset[str]]] = {
-    "queued": frozenset({"running"}),
+    "queued": frozenset({"running", "failed"}),
     "running": frozenset({"waiting", "done", "failed", "needs-human"}),
     "waiting": frozenset({"running", "failed", "needs-human"}),
     "done": frozenset(),

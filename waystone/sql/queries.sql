@@ -21,52 +21,65 @@ ORDER BY created_at DESC, thread_id
 LIMIT %(limit)s;
 
 -- name: transition
--- Move a run from one of the expected states; no row back means it was not in them.
--- The trigger rejects transitions that are not allowed and records the event.
+-- Move a run from one of the expected states; no row back means it was not in them (or
+-- the lease token moved on). The trigger rejects transitions that are not allowed and
+-- records the event. Leaving `running` drops the lease.
 UPDATE waystone.runs
 SET state = %(to_state)s, reason = %(reason)s, evidence = %(evidence)s, actor = %(actor)s,
+    waiting_for = %(waiting_for)s, wake_at = %(wake_at)s,
+    lease_token = lease_token + CASE WHEN %(bump)s THEN 1 ELSE 0 END,
     lease_owner = CASE WHEN %(to_state)s = 'running' THEN lease_owner ELSE NULL END,
     lease_expires_at = CASE WHEN %(to_state)s = 'running' THEN lease_expires_at ELSE NULL END
 WHERE thread_id = %(thread_id)s AND state = ANY(%(from_states)s)
   AND (%(lease_token)s::bigint IS NULL OR lease_token = %(lease_token)s)
 RETURNING *;
 
--- name: claim_run
--- Take a runnable run: queued, or waiting with a signal that has arrived. The lease token
--- goes up by one with every claim (the fencing token).
+-- name: claim
+-- Take one runnable run (the named one, or the oldest): queued; waiting with the signal
+-- it waits for, or past its wake-up time; running with an expired lease, or held by a
+-- local process that died. SKIP LOCKED: concurrent workers never wait on each other.
+-- Every claim raises the lease token by one: the fencing token.
+WITH candidate AS (
+    SELECT r.thread_id, r.state AS prev_state, r.lease_owner AS prev_owner
+    FROM waystone.runs r
+    WHERE (%(thread_id)s::text IS NULL OR r.thread_id = %(thread_id)s)
+      AND (%(agents)s::text[] IS NULL OR r.agent = ANY(%(agents)s))
+      AND (r.state = 'queued'
+           OR (r.state = 'waiting'
+               AND (r.wake_at <= clock_timestamp()
+                    OR EXISTS (SELECT 1 FROM waystone.signals s
+                               WHERE s.thread_id = r.thread_id AND s.consumed_at IS NULL
+                                 AND s.name = r.waiting_for)))
+           OR (r.state = 'running'
+               AND (r.lease_expires_at IS NULL OR r.lease_expires_at < clock_timestamp()
+                    OR r.lease_owner = %(dead_owner)s)))
+    ORDER BY r.updated_at
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+)
 UPDATE waystone.runs r
-SET state = 'running', reason = %(reason)s, evidence = %(evidence)s, actor = %(owner)s,
+SET state = 'running',
+    reason = CASE WHEN c.prev_state = 'running' THEN r.reason ELSE %(reason)s END,
+    evidence = CASE WHEN c.prev_state = 'running' THEN r.evidence
+                    ELSE jsonb_build_object('owner', %(owner)s::text) END,
+    actor = %(owner)s,
     lease_token = r.lease_token + 1, lease_owner = %(owner)s,
     lease_expires_at = clock_timestamp() + make_interval(secs => %(lease_seconds)s),
     attempts = r.attempts + 1
-WHERE r.thread_id = %(thread_id)s
-  AND (r.state = 'queued'
-       OR (r.state = 'waiting' AND EXISTS (
-             SELECT 1 FROM waystone.signals s
-             WHERE s.thread_id = r.thread_id AND s.consumed_at IS NULL)))
-RETURNING *;
+FROM candidate c
+WHERE r.thread_id = c.thread_id
+RETURNING r.*, c.prev_state, c.prev_owner;
 
--- name: take_over_run
--- A running run whose lease expired (or whose owner is known dead) changes hands without
--- a state change: a new token, a new owner, and an event on the history.
-WITH prev AS (
-    SELECT lease_owner FROM waystone.runs WHERE thread_id = %(thread_id)s
-), taken AS (
-    UPDATE waystone.runs r
-    SET lease_token = r.lease_token + 1, lease_owner = %(owner)s,
-        lease_expires_at = clock_timestamp() + make_interval(secs => %(lease_seconds)s),
-        attempts = r.attempts + 1
-    WHERE r.thread_id = %(thread_id)s AND r.state = 'running'
-      AND (r.lease_expires_at IS NULL OR r.lease_expires_at < clock_timestamp()
-           OR r.lease_owner = %(dead_owner)s)
-    RETURNING r.*
-), ev AS (
-    INSERT INTO waystone.run_events (thread_id, kind, reason, evidence, actor, lease_token)
-    SELECT taken.thread_id, 'lease-takeover', %(reason)s,
-           jsonb_build_object('previous_owner', prev.lease_owner), %(owner)s, taken.lease_token
-    FROM taken, prev
-)
-SELECT * FROM taken;
+-- name: release
+-- Give the lease back without a state change (a worker shutting down): the next claim
+-- takes the run at once, without waiting for the expiry.
+UPDATE waystone.runs
+SET lease_owner = NULL, lease_expires_at = clock_timestamp()
+WHERE thread_id = %(thread_id)s AND lease_token = %(lease_token)s AND state = 'running'
+RETURNING thread_id;
+
+-- name: next_wake
+SELECT min(wake_at) AS wake_at FROM waystone.runs WHERE state = 'waiting';
 
 -- name: heartbeat
 UPDATE waystone.runs
@@ -98,6 +111,11 @@ ORDER BY id;
 
 -- name: consume_signal
 UPDATE waystone.signals SET consumed_at = clock_timestamp()
+WHERE id = %(id)s AND consumed_at IS NULL
+RETURNING id;
+
+-- name: reserve_signal
+UPDATE waystone.signals SET reserved_for = %(interrupt_id)s
 WHERE id = %(id)s AND consumed_at IS NULL
 RETURNING id;
 

@@ -12,7 +12,7 @@ CREATE TABLE waystone.allowed_transitions (
 );
 
 INSERT INTO waystone.allowed_transitions (from_state, to_state) VALUES
-    ('queued', 'running'),
+    ('queued', 'running'), ('queued', 'failed'),
     ('running', 'waiting'), ('running', 'done'), ('running', 'failed'),
     ('running', 'needs-human'),
     ('waiting', 'running'), ('waiting', 'failed'), ('waiting', 'needs-human'),
@@ -34,11 +34,15 @@ CREATE TABLE waystone.runs (
     lease_owner      text,
     lease_expires_at timestamptz,
     attempts         integer NOT NULL DEFAULT 0,
+    waiting_for      text,          -- the signal a waiting run needs ('approval', a name)
+    wake_at          timestamptz,   -- when a waiting run's wait times out
     created_at       timestamptz NOT NULL DEFAULT now(),
     updated_at       timestamptz NOT NULL DEFAULT now()
 );
 
 CREATE INDEX runs_state_idx ON waystone.runs (state, updated_at);
+CREATE INDEX runs_wake_idx ON waystone.runs (wake_at) WHERE state = 'waiting';
+CREATE INDEX runs_lease_idx ON waystone.runs (lease_expires_at) WHERE state = 'running';
 
 CREATE TABLE waystone.run_events (
     id          bigserial PRIMARY KEY,
@@ -113,6 +117,7 @@ CREATE TABLE waystone.signals (
     payload     jsonb NOT NULL DEFAULT '{}',
     actor       text NOT NULL DEFAULT 'waystone',
     created_at  timestamptz NOT NULL DEFAULT clock_timestamp(),
+    reserved_for text,        -- the interrupt id it was handed to, before the resume
     consumed_at timestamptz,
     UNIQUE (thread_id, name, dedupe_key)
 );
@@ -138,3 +143,49 @@ CREATE TABLE waystone.effects (
 );
 
 CREATE INDEX effects_thread_idx ON waystone.effects (thread_id, ordinal);
+
+-- Fencing (DESIGN.md section 5). A lease holder sets the session setting
+-- waystone.lease_token before it writes; a write for a run whose current token differs is
+-- rejected (SQLSTATE WS410). FOR SHARE makes a concurrent takeover wait for this write's
+-- transaction, so no write with an old token lands after the token moved on.
+CREATE FUNCTION waystone.check_fence() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    claimed text := nullif(current_setting('waystone.lease_token', true), '');
+    current_token bigint;
+BEGIN
+    SELECT lease_token INTO current_token FROM waystone.runs
+    WHERE thread_id = NEW.thread_id FOR SHARE;
+    IF NOT FOUND THEN
+        RETURN NEW;  -- not a Waystone run (a plain LangGraph thread on the same database)
+    END IF;
+    IF TG_ARGV[0] = 'strict' AND claimed IS NULL THEN
+        RAISE EXCEPTION 'write for run % carries no lease token (current is %)',
+            NEW.thread_id, current_token USING ERRCODE = 'WS410';
+    END IF;
+    IF claimed IS NOT NULL AND claimed::bigint <> current_token THEN
+        RAISE EXCEPTION 'lease lost: write for run % carries token %, the current token is %',
+            NEW.thread_id, claimed, current_token USING ERRCODE = 'WS410';
+    END IF;
+    RETURN NEW;
+END $$;
+
+CREATE TRIGGER effects_fence BEFORE INSERT OR UPDATE ON waystone.effects
+    FOR EACH ROW EXECUTE FUNCTION waystone.check_fence('strict');
+-- Events: a lease holder's events are fenced; a person's (approve, cancel) carry no token.
+CREATE TRIGGER run_events_fence BEFORE INSERT ON waystone.run_events
+    FOR EACH ROW EXECUTE FUNCTION waystone.check_fence('lenient');
+
+-- Wake-ups without polling: a run that becomes runnable, or a signal that arrives, is
+-- announced on the channel 'waystone_runnable' (LISTEN/NOTIFY), delivered at commit.
+CREATE FUNCTION waystone.notify_runnable() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('waystone_runnable', NEW.thread_id);
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER runs_notify AFTER INSERT OR UPDATE OF state, lease_expires_at ON waystone.runs
+    FOR EACH ROW WHEN (NEW.state = 'queued'
+                       OR (NEW.state = 'running' AND NEW.lease_owner IS NULL))
+    EXECUTE FUNCTION waystone.notify_runnable();
+CREATE TRIGGER signals_notify AFTER INSERT ON waystone.signals
+    FOR EACH ROW EXECUTE FUNCTION waystone.notify_runnable();
