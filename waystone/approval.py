@@ -1,8 +1,9 @@
 """Human approval: the interrupt payload and the validation of a person's answer.
 
-A decision names the digest of the action it answers. An answer for another digest (the
-run moved on, or the action was edited) is refused, so an approval never carries over to
-a different action.
+A decision names the action it answers twice over: its digest (the tool and exact
+arguments a person saw) and its idempotency key (this action of this run, at this
+ordinal). An answer that does not match both is refused, so an approval never carries over
+to a different action, not even to the same tool and arguments proposed again later.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class ApprovalRequest:
 class ApprovalDecision:
     choice: Choice
     digest: str
+    key: str
     by: str
     comment: str | None = None
     args: dict[str, Any] | None = None
@@ -58,7 +60,7 @@ def parse_decision(raw: object) -> ApprovalDecision:
     """Validate a resume value. Raises :class:`BadInput` with what is wrong."""
     if not isinstance(raw, dict):
         raise BadInput(f"an approval decision must be a JSON object, got {type(raw).__name__}")
-    unknown = set(raw) - {"choice", "digest", "by", "comment", "args"}
+    unknown = set(raw) - {"choice", "digest", "key", "by", "comment", "args"}
     if unknown:
         raise BadInput(f"unknown approval field(s): {', '.join(sorted(unknown))}")
     choice = raw.get("choice")
@@ -67,6 +69,9 @@ def parse_decision(raw: object) -> ApprovalDecision:
     digest = raw.get("digest")
     if not isinstance(digest, str) or not digest:
         raise BadInput("approval needs the 'digest' of the action it answers")
+    key = raw.get("key")
+    if not isinstance(key, str) or not key:
+        raise BadInput("approval needs the idempotency 'key' of the action it answers")
     by = raw.get("by")
     if not isinstance(by, str) or not by.strip():
         raise BadInput("approval needs 'by': who decided")
@@ -79,4 +84,6 @@ def parse_decision(raw: object) -> ApprovalDecision:
     comment = _optional_str(raw, "comment")
     if choice == "reject" and not comment:
         raise BadInput("a rejection needs a reason ('comment')")
-    return ApprovalDecision(choice=choice, digest=digest, by=by, comment=comment, args=args)
+    return ApprovalDecision(
+        choice=choice, digest=digest, key=key, by=by, comment=comment, args=args
+    )

@@ -104,6 +104,8 @@ def _guard(fn: Callable[[], None]) -> None:
         raise _fail(exc) from None
     except psycopg.OperationalError as exc:
         raise _fail(DatabaseUnavailable(f"Postgres is unreachable: {exc}")) from None
+    except psycopg.DataError as exc:  # e.g. a NUL byte in a JSON string
+        raise _fail(BadInput(f"the input cannot be stored: {exc}")) from None
 
 
 def _render_status(status: RunStatus) -> None:
@@ -313,6 +315,112 @@ def requeue(
 
 
 @app.command()
+def cancel(
+    thread_id: ThreadArg,
+    reason: Annotated[str, typer.Option("--reason", help="Why (required).")],
+    by: ByOpt = None,
+    as_json: JsonOpt = False,
+    database_url: DbOpt = None,
+) -> None:
+    """Cancel a run: it ends failed, reason cancelled; a worker holding it stops at its
+    next step boundary."""
+
+    def body() -> None:
+        with _runtime(database_url) as rt:
+            result = rt.cancel(thread_id, by=_actor(by), reason=reason)
+        _emit(as_json, result.to_dict(), lambda: _render_status(result))
+
+    _guard(body)
+
+
+@app.command("signal")
+def send_signal(
+    thread_id: ThreadArg,
+    name: Annotated[str, typer.Argument(help="The signal's name, e.g. refund.settled.")],
+    payload: Annotated[str | None, typer.Option("--payload", help="A JSON object.")] = None,
+    key: Annotated[
+        str | None, typer.Option("--key", help="Deliver once per key (a webhook event id).")
+    ] = None,
+    by: ByOpt = None,
+    as_json: JsonOpt = False,
+    database_url: DbOpt = None,
+) -> None:
+    """Deliver an external event to a run; a run waiting for it wakes up."""
+
+    def body() -> None:
+        data = _parse_json(payload, "--payload") if payload is not None else {}
+        if not isinstance(data, dict):
+            raise BadInput("--payload must be a JSON object")
+        with _runtime(database_url) as rt:
+            result = rt.signal(thread_id, name, data, key=key, actor=_actor(by))
+        _emit(as_json, result.to_dict(), lambda: _render_status(result))
+
+    _guard(body)
+
+
+@app.command()
+def worker(
+    concurrency: Annotated[
+        int,
+        typer.Option(
+            "--concurrency", min=1, envvar="WAYSTONE_CONCURRENCY", help="Runs driven at once."
+        ),
+    ] = 1,
+    lease_seconds: Annotated[
+        float | None,
+        typer.Option("--lease-seconds", min=0.5, help="Lease length (heartbeats renew it)."),
+    ] = None,
+    name: Annotated[str | None, typer.Option("--name", envvar="WAYSTONE_WORKER_NAME")] = None,
+    until_idle: Annotated[
+        bool, typer.Option("--until-idle", help="Exit 0 once nothing is runnable.")
+    ] = False,
+    poll_seconds: Annotated[
+        float, typer.Option("--poll-seconds", min=0.1, help="Fallback poll when no NOTIFY arrives.")
+    ] = 5.0,
+    as_json: JsonOpt = False,
+    database_url: DbOpt = None,
+) -> None:
+    """Claim runnable runs, drive them, release them (SIGTERM: finish the step and stop)."""
+    import logging
+
+    from waystone.worker import Worker
+
+    def body() -> None:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+        try:
+            settings = Settings.from_env(database_url=database_url, lease_seconds=lease_seconds)
+        except ValueError as exc:
+            raise BadInput(str(exc)) from exc
+        with Runtime(settings) as rt:
+            w = Worker(
+                rt,
+                concurrency=concurrency,
+                name=name,
+                until_idle=until_idle,
+                poll_seconds=poll_seconds,
+            )
+            w.install_signal_handlers()
+            stats = w.run()
+        result = {
+            "owner": w.owner,
+            "driven": stats.driven,
+            "lease_lost": stats.lease_lost,
+            "errors": stats.errors,
+            "db_outages": stats.db_outages,
+        }
+        _emit(
+            as_json,
+            result,
+            lambda: out.print(
+                f"worker {w.owner} stopped: drove {stats.driven} run(s), "
+                f"{stats.lease_lost} lease(s) lost"
+            ),
+        )
+
+    _guard(body)
+
+
+@app.command()
 def demo(
     approve_it: Annotated[bool, typer.Option("--approve", help="Approve without asking.")] = False,
     as_json: JsonOpt = False,
@@ -349,7 +457,7 @@ def demo(
                 _render_status(waiting)
             if waiting.state != "waiting":
                 raise WaystoneError(f"expected the run to wait for approval, it is {waiting.state}")
-            if not approve_it and not typer.confirm("Approve this refund?", default=True):
+            if not approve_it and not typer.confirm("Approve this refund?", default=True, err=True):
                 rt.reject(started.thread_id, by=_actor(None), reason="declined in the demo")
             else:
                 rt.approve(started.thread_id, by=_actor(None), comment="approved in the demo")

@@ -28,8 +28,8 @@ from waystone.config import Settings
 from waystone.effects.ledger import Ledger
 from waystone.errors import (
     BadInput,
+    DatabaseUnavailable,
     LeaseLost,
-    PermanentError,
     TransitionNotAllowed,
     WaystoneError,
 )
@@ -95,6 +95,7 @@ class RunStatus:
     updated_at: str
     reason: str
     decision_recorded: bool
+    waiting_for: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -181,19 +182,25 @@ class Runtime:
             raise BadInput("--input must be a JSON object")
         clean = spec.validate_input(input)
         thread_id = thread_id or f"{agent}-{uuid.uuid4().hex[:12]}"
-        run, _ = self.registry.create(
+        run, created = self.registry.create(
             thread_id=thread_id,
             agent=agent,
             goal=goal or spec.describe_goal(clean),
             input=clean,
             start_key=key,
         )
+        if not created and (run.agent, run.input) != (agent, clean):
+            raise TransitionNotAllowed(
+                f"start key {key!r} was used by run {run.thread_id} with another agent or "
+                "input; a key starts one run (choose another key)"
+            )
         return self.status(run.thread_id)
 
     def run(self, thread_id: str) -> RunStatus:
         """Drive a run in this process until it waits or ends (the same claim as a worker's,
         so it never runs a thread a worker holds)."""
         current = self.registry.get(thread_id)
+        self.agent(current.agent)  # an agent this process does not know: refuse before claiming
         claimed = self.registry.claim(
             owner=self.owner, lease_seconds=self.settings.lease_seconds, thread_id=thread_id
         )
@@ -224,7 +231,7 @@ class Runtime:
                 logger.info("drained: finished the step and released the lease", extra=log)
             except Exception as exc:
                 meaning = _meaning(exc)
-                if meaning is not None:
+                if isinstance(meaning, LeaseLost | DatabaseUnavailable):
                     if isinstance(meaning, LeaseLost):
                         logger.warning("stopped driving: %s", meaning, extra=log)
                     raise meaning from exc
@@ -373,12 +380,18 @@ class Runtime:
             else None
         )
         pending = waiting_on.value if waiting_on is not None else None
+        waiting_on_id = waiting_on.id if waiting_on is not None else ""
         if pending is None or pending.get("kind") != driver.APPROVAL:
             raise TransitionNotAllowed(
                 f"run {thread_id} is {run.state} and not waiting for an approval; "
                 "nothing to decide (see `waystone status`)"
             )
-        raw: dict[str, Any] = {"choice": choice, "digest": pending["digest"], "by": by}
+        raw: dict[str, Any] = {
+            "choice": choice,
+            "digest": pending["digest"],
+            "key": pending["idempotency_key"],
+            "by": by,
+        }
         if comment is not None:
             raw["comment"] = comment
         if args is not None:
@@ -387,13 +400,10 @@ class Runtime:
         if decision.args is not None:
             tool = self.agent(run.agent).tool(pending["tool"])
             assert tool is not None
-            try:
-                tool.validate({**pending["args"], **decision.args})
-            except PermanentError as exc:
-                raise BadInput(str(exc)) from exc
+            tool.validate_edit(pending["args"], decision.args)
         record = decision.to_dict()
         signal, created = self.signals.record(
-            thread_id, driver.APPROVAL, pending["digest"], record, actor=by
+            thread_id, driver.APPROVAL, waiting_on_id, record, actor=by
         )
         if not created and signal.payload != record:
             raise TransitionNotAllowed(
@@ -466,6 +476,7 @@ def _status(
         updated_at=run.updated_at.isoformat(),
         reason=run.reason,
         decision_recorded=recorded,
+        waiting_for=run.waiting_for if run.state == "waiting" else None,
     )
 
 

@@ -5,7 +5,7 @@ import pytest
 from waystone.approval import parse_decision
 from waystone.errors import BadInput
 
-OK: dict[str, Any] = {"choice": "approve", "digest": "sha256:ab", "by": "ana"}
+OK: dict[str, Any] = {"choice": "approve", "digest": "sha256:ab", "key": "ws-k", "by": "ana"}
 
 
 def test_valid_decisions() -> None:
@@ -22,6 +22,7 @@ def test_valid_decisions() -> None:
         ("approve", "JSON object"),
         ({**OK, "choice": "maybe"}, "choice"),
         ({k: v for k, v in OK.items() if k != "digest"}, "digest"),
+        ({k: v for k, v in OK.items() if k != "key"}, "key"),
         ({**OK, "by": " "}, "by"),
         ({**OK, "choice": "edit"}, "args"),
         ({**OK, "choice": "edit", "args": []}, "args"),

@@ -1,7 +1,7 @@
 import pytest
 
 from waystone.effects.http import classify_status
-from waystone.errors import PermanentError, TransientError
+from waystone.errors import PermanentError, TransientError, UnknownOutcome
 
 
 @pytest.mark.parametrize(
@@ -11,8 +11,10 @@ from waystone.errors import PermanentError, TransientError
         (201, None),
         (408, TransientError),
         (429, TransientError),
-        (500, TransientError),
         (503, TransientError),
+        (500, UnknownOutcome),
+        (502, UnknownOutcome),
+        (504, UnknownOutcome),
         (400, PermanentError),
         (404, PermanentError),
         (409, PermanentError),

@@ -4,11 +4,15 @@
 what happened                                  error
 =============================================  ==================
 connection refused / DNS / connect timeout     TransientError (nothing reached the provider)
-408, 429, 5xx                                  TransientError
+408, 429, 503                                  TransientError (refused before processing)
+500, 502, 504 and other 5xx                    UnknownOutcome (it may have been processed)
 409                                            PermanentError (key reused with other args)
 other 4xx                                      PermanentError
 read timeout, reset after sending              UnknownOutcome (it may have happened)
 =============================================  ==================
+
+A 5xx other than 503 may come from a proxy after the provider committed the effect, so it
+is reconciled (lookup, or the key) before any second call, never blindly retried.
 """
 
 from __future__ import annotations
@@ -19,15 +23,17 @@ import httpx
 
 from waystone.errors import PermanentError, TransientError, UnknownOutcome
 
-TRANSIENT_STATUS = frozenset({408, 429})
+TRANSIENT_STATUS = frozenset({408, 429, 503})
 
 
 def classify_status(status: int) -> type[Exception] | None:
     """The error class for an HTTP status, or ``None`` for success."""
     if status < 400:
         return None
-    if status in TRANSIENT_STATUS or status >= 500:
+    if status in TRANSIENT_STATUS:
         return TransientError
+    if status >= 500:
+        return UnknownOutcome
     return PermanentError
 
 

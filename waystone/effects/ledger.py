@@ -40,6 +40,11 @@ class Ledger:
     def for_thread(self, thread_id: str) -> list[Effect]:
         return [Effect.from_row(r) for r in self.db.fetch_all("list_effects", thread_id=thread_id)]
 
+    def age_seconds(self, key: str) -> float:
+        """How long ago the effect's row last changed, by the database's clock."""
+        row = self.db.fetch_one("effect_age", key=key)
+        return float(row["age"]) if row else 0.0
+
     def record_intent(
         self,
         *,

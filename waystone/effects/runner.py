@@ -13,7 +13,6 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from waystone.crash import crash_point
@@ -98,13 +97,21 @@ class EffectRunner:
             reason = f"cannot reach {tool.name}'s provider to reconcile {key}"
             self.event("needs-human", reason, {"key": key})
             return Step.NEEDS_HUMAN, row
-        if found is None and not tool.idempotent_by_key and tool.settle_s > 0 and row:
-            age = (datetime.now(UTC) - row.updated_at).total_seconds()
+        if found is None and not tool.idempotent_by_key:
+            if tool.settle_s is None:
+                reason = (
+                    f"{tool.name} (key {key}) may still be in flight: the lookup finds nothing, "
+                    "the provider does not deduplicate and promises no request deadline; "
+                    "check the provider, then `waystone requeue`"
+                )
+                self.event("needs-human", reason, {"key": key, "tool": tool.name})
+                return Step.NEEDS_HUMAN, row
+            age = self.ledger.age_seconds(key)
             if age < tool.settle_s:
                 self.event(
                     "reconcile-wait",
-                    f"absent so far; waiting {tool.settle_s - age:.1f}s "
-                    "for an in-flight call to land",
+                    f"absent so far; waiting {tool.settle_s - age:.1f}s, the provider's "
+                    "deadline, for an in-flight call to land",
                     {"key": key},
                 )
                 self.sleep(tool.settle_s - age)

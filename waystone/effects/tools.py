@@ -14,7 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from waystone.errors import PermanentError
+from waystone.errors import BadInput, PermanentError
+from waystone.nodes.waits import SignalWait
 
 Receipt = dict[str, Any]
 ApplyFn = Callable[[dict[str, Any], str, float], Receipt]
@@ -47,7 +48,9 @@ class Tool:
 
     ``settle_s`` matters for tools the provider does not deduplicate: a call that timed out
     may still be in flight, so a lookup that finds nothing is only trusted once the
-    unknown outcome is ``settle_s`` old (the provider's own request deadline).
+    unknown outcome is ``settle_s`` old. Set it to the provider's own request deadline (a
+    request is applied within it, or never). ``None``: the provider promises no deadline,
+    so absence after an unknown outcome proves nothing and a person must look.
     """
 
     name: str
@@ -60,7 +63,8 @@ class Tool:
     risk: str = "low"
     timeout_s: float = 30.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
-    settle_s: float = 0.0
+    settle_s: float | None = None
+    await_signal: SignalWait | None = None
 
     def validate(self, args: dict[str, Any]) -> dict[str, Any]:
         """Validated, normalised arguments; :class:`PermanentError` when they are invalid."""
@@ -69,6 +73,21 @@ class Tool:
         except ValidationError as exc:
             raise PermanentError(f"invalid arguments for {self.name}: {exc}") from exc
         return model.model_dump(mode="json")
+
+    def validate_edit(self, args: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+        """The arguments after a person's edit; :class:`BadInput` for an unknown field, an
+        edit that changes nothing, or a result that does not validate."""
+        unknown = sorted(set(changes) - set(self.args_model.model_fields))
+        if unknown:
+            known = ", ".join(self.args_model.model_fields)
+            raise BadInput(f"{self.name} has no argument {', '.join(unknown)} (it has: {known})")
+        try:
+            edited = self.validate({**args, **changes})
+        except PermanentError as exc:
+            raise BadInput(str(exc)) from exc
+        if edited == self.validate(args):
+            raise BadInput("the edit changes nothing; use `approve` without --args")
+        return edited
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI-style function schema a chat model is bound to."""

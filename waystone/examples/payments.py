@@ -32,7 +32,9 @@ oldest active fault for the endpoint is consumed first, one per request, and is 
 once its ``times`` reaches zero.  Modes: ``transient`` (503, nothing applied),
 ``permanent`` (422, nothing applied), ``timeout_after_apply`` (the effect is committed,
 then the response is held for ``delay_s`` seconds, 30 if 0) and ``slow`` (sleep
-``delay_s`` seconds, then apply and answer normally).
+``delay_s`` seconds, then apply and answer normally; past the provider's request
+deadline of 5 s nothing is applied and the answer is a 504: a request is applied within
+the deadline of its arrival, or never).
 
 Every request uses its own sqlite connection (WAL mode); write transactions are serialised
 by a process-wide lock plus ``BEGIN IMMEDIATE``, so concurrent requests are safe.
@@ -69,6 +71,7 @@ Reply = tuple[int, object]
 
 MAX_BODY_BYTES = 1 << 20
 DEFAULT_TIMEOUT_AFTER_APPLY_S = 30.0
+REQUEST_DEADLINE_S = 5.0  # a POST is applied within this long of its arrival, or never
 MAX_FAULT_DELAY_S = 3600.0
 FAULT_ENDPOINTS = ("refunds", "notifications")
 FAULT_MODES = ("transient", "permanent", "timeout_after_apply", "slow")
@@ -311,6 +314,11 @@ def _with_faults(ctx: Ctx, endpoint: str, apply: Callable[[], Reply]) -> Reply:
     if mode == "permanent":
         raise HttpError(422, f"injected permanent failure: {endpoint} request rejected")
     if mode == "slow":
+        if delay > REQUEST_DEADLINE_S:
+            # The provider's own guarantee: a request is applied within the deadline of its
+            # arrival, or never. Clients rely on it to trust a lookup that finds nothing.
+            time.sleep(REQUEST_DEADLINE_S)
+            raise HttpError(504, "request deadline exceeded; nothing was applied")
         time.sleep(delay)
         return apply()
     reply = apply()  # timeout_after_apply: the effect is committed, the answer is late

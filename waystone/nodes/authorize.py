@@ -14,7 +14,7 @@ from langgraph.types import interrupt
 from waystone.approval import ApprovalRequest, parse_decision
 from waystone.crash import crash_point
 from waystone.effects.keys import action_digest, idempotency_key
-from waystone.errors import BadInput, PermanentError
+from waystone.errors import BadInput
 from waystone.graph.ports import Ports, thread_id_of
 from waystone.graph.state import Action, AgentState
 
@@ -32,6 +32,7 @@ def make_authorize(ports: Ports) -> Any:
                 "by": "policy",
                 "reason": verdict.reason,
                 "digest": action["digest"],
+                "key": action["key"],
             }
             crash_point("authorize:after-decision", action["tool"])
             return {"decision": decision}
@@ -67,14 +68,14 @@ def _apply_decision(ports: Ports, thread_id: str, action: Action, raw: object) -
         decision = parse_decision(raw)
     except BadInput as exc:
         return {"decision": None, "evidence": [{"step": "authorize", "ignored": str(exc)}]}
-    if decision.digest != action["digest"]:
+    if decision.digest != action["digest"] or decision.key != action["key"]:
         note = {
             "step": "authorize",
             "ignored": "decision for another action",
             "digest": decision.digest,
         }
         return {"decision": None, "evidence": [note]}
-    record = {**decision.to_dict(), "digest": action["digest"]}
+    record = {**decision.to_dict(), "digest": action["digest"], "key": action["key"]}
     note = {"step": "authorize", "choice": decision.choice, "by": decision.by}
     if decision.choice == "reject":
         reason = f"rejected by {decision.by}: {decision.comment}"
@@ -88,8 +89,8 @@ def _apply_decision(ports: Ports, thread_id: str, action: Action, raw: object) -
         tool = ports.agent.tool(action["tool"])
         assert tool is not None
         try:
-            args = tool.validate({**action["args"], **decision.args})
-        except PermanentError as exc:
+            args = tool.validate_edit(action["args"], decision.args)
+        except BadInput as exc:
             return {"decision": None, "evidence": [{**note, "ignored": str(exc)}]}
         edited: Action = {
             **action,
@@ -97,6 +98,6 @@ def _apply_decision(ports: Ports, thread_id: str, action: Action, raw: object) -
             "digest": action_digest(action["tool"], args),
             "key": idempotency_key(thread_id, action["ordinal"], action["tool"], args),
         }
-        record["digest"] = edited["digest"]
+        record["digest"], record["key"] = edited["digest"], edited["key"]
         return {"action": edited, "decision": record, "evidence": [note]}
     return {"decision": record, "evidence": [note]}

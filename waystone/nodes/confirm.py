@@ -1,15 +1,38 @@
-"""confirm: read the effect back from the provider and record the confirmation."""
+"""confirm: read the effect back from the provider and record the confirmation.
+
+A read-back is safe to repeat, so transient trouble is retried with backoff. A tool that
+declares ``await_signal`` is confirmed only when the provider's own event arrives (a
+webhook delivered with ``waystone signal``): the run waits for it without holding a
+process, and a wait that times out follows the tool's policy.
+"""
 
 from __future__ import annotations
 
+import random
+import time
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
 from waystone.crash import crash_point
+from waystone.effects.tools import Tool
 from waystone.errors import PermanentError, TransientError, UnknownOutcome
-from waystone.graph.ports import Ports
-from waystone.graph.state import AgentState
+from waystone.graph.ports import Ports, RunScope
+from waystone.graph.state import Action, AgentState
+from waystone.nodes.waits import SignalTimeout, wait_for_signal
+
+
+def _read_back(scope: RunScope, tool: Tool, action: Action, receipt: dict[str, Any]) -> Any:
+    """The provider's view of the effect; raises the last error once retries are spent."""
+    for attempt in range(1, tool.retry.max_attempts + 1):
+        try:
+            return tool.confirm(action["args"], action["key"], receipt, tool.timeout_s)
+        except (TransientError, UnknownOutcome) as exc:
+            if attempt == tool.retry.max_attempts:
+                raise
+            scope.event("confirm-retry", str(exc), {"key": action["key"], "attempt": attempt})
+            time.sleep(tool.retry.delay(attempt, random.random()))
+    return None  # pragma: no cover - the loop returns or raises
 
 
 def make_confirm(ports: Ports) -> Any:
@@ -25,9 +48,8 @@ def make_confirm(ports: Ports) -> Any:
             if row is not None and row.status == "confirmed" and row.confirmation:
                 confirmation = row.confirmation
         if confirmation is None:
-            receipt = state.get("receipt") or {}
             try:
-                confirmation = tool.confirm(action["args"], action["key"], receipt, tool.timeout_s)
+                confirmation = _read_back(scope, tool, action, state.get("receipt") or {})
             except (TransientError, UnknownOutcome, PermanentError) as exc:
                 reason = f"could not read back {tool.name} ({action['key']}): {exc}"
                 scope.event("confirm-failed", reason, {"key": action["key"]})
@@ -42,6 +64,14 @@ def make_confirm(ports: Ports) -> Any:
             )
             scope.event("effect-confirmed", f"{tool.name} read back", {"key": action["key"]})
             crash_point("confirm:after-record", tool.name)
+        if tool.await_signal is not None:
+            answer = wait_for_signal(tool.await_signal)
+            if isinstance(answer, SignalTimeout):
+                wait = tool.await_signal
+                reason = f"no {wait.name!r} signal within {wait.timeout_s:g}s for {tool.name}"
+                scope.event("signal-timeout", reason, {"key": action["key"]})
+                return {"outcome": {"state": wait.on_timeout, "reason": reason, "at": "confirm"}}
+            confirmation = {**confirmation, "signal": answer}
         done = {
             "ordinal": action["ordinal"],
             "tool": tool.name,

@@ -20,6 +20,7 @@ def make_execute(ports: Ports) -> Any:
             decision is None
             or decision.get("choice") not in APPROVING
             or decision.get("digest") != action["digest"]
+            or decision.get("key") != action["key"]
         ):
             # Defence in depth: routing never gets here without a matching approval.
             reason = f"{action['tool']} reached execute without an approval of this exact action"

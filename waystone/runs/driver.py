@@ -115,7 +115,8 @@ def _match(waiting_on: Interrupt, pending: list[Signal]) -> Signal | None:
     value: dict[str, Any] = waiting_on.value
     for sig in pending:
         if value["kind"] == APPROVAL:
-            if sig.name == APPROVAL and sig.dedupe_key == value.get("digest"):
+            # a decision is recorded for one interrupt: one action of one run, one time
+            if sig.name == APPROVAL and sig.dedupe_key == waiting_on.id:
                 return sig
         elif sig.name == value.get("name"):
             return sig

@@ -45,18 +45,29 @@ class Run:
         return cls(**{k: row[k] for k in cls.__dataclass_fields__})
 
 
+def _pid_namespace() -> str:
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return "0"
+
+
 def process_owner() -> str:
-    """``host:pid:nonce``: who holds a lease, precise enough to tell a dead local owner."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    """``host:pidns:pid:nonce``: who holds a lease, precise enough to tell that a local
+    owner died (same host and PID namespace, and the pid is gone)."""
+    return f"{socket.gethostname()}:{_pid_namespace()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 def owner_is_dead(owner: str | None) -> bool:
-    """True only when the owner ran on this host and its process no longer exists."""
+    """True only when the owner ran on this host, in this PID namespace, and its process no
+    longer exists. Anything else waits for the lease to expire."""
     if not owner:
         return False
-    host, _, rest = owner.partition(":")
-    pid_text = rest.split(":", 1)[0]
-    if host != socket.gethostname() or not pid_text.isdigit():
+    parts = owner.split(":")
+    if len(parts) < 4:
+        return False
+    host, pidns, pid_text = parts[0], parts[1], parts[2]
+    if host != socket.gethostname() or pidns != _pid_namespace() or not pid_text.isdigit():
         return False
     try:
         os.kill(int(pid_text), 0)

@@ -156,3 +156,8 @@ SET status = CASE WHEN status = 'failed' THEN 'intent' ELSE status END,
     updated_at = clock_timestamp()
 WHERE thread_id = %(thread_id)s AND status IN ('intent', 'unknown', 'failed')
 RETURNING key, status;
+
+-- name: effect_age
+-- Seconds since the effect's row last changed, on the database's clock (not this host's).
+SELECT extract(epoch FROM clock_timestamp() - updated_at)::float8 AS age
+FROM waystone.effects WHERE key = %(key)s;

@@ -1,0 +1,208 @@
+"""``waystone worker``: claim runnable runs, drive them, release them. Stateless; run as
+many as you like, on as many machines as you like, against one Postgres.
+
+Idle workers hold no run and wait on LISTEN/NOTIFY (``waystone_runnable``), with a slow
+poll as a fallback and a timer for the next wait that times out. SIGTERM (or a first
+SIGINT) finishes the current step of every run in hand, releases the leases and exits; a
+second SIGINT exits at once. When Postgres goes away the worker backs off and carries on.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from types import FrameType
+
+import psycopg
+from langgraph.runtime import RunControl
+
+from waystone.errors import DatabaseUnavailable, LeaseLost, WaystoneError
+from waystone.runs.registry import Run, process_owner
+from waystone.runtime import Runtime
+
+logger = logging.getLogger(__name__)
+
+CHANNEL = "waystone_runnable"
+
+
+@dataclass
+class WorkerStats:
+    driven: int = 0
+    lease_lost: int = 0
+    errors: int = 0
+    db_outages: int = 0
+    threads: dict[str, int] = field(default_factory=dict)
+
+
+class Worker:
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        concurrency: int = 1,
+        name: str | None = None,
+        until_idle: bool = False,
+        poll_seconds: float = 5.0,
+        agents: list[str] | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.rt = runtime
+        self.concurrency = concurrency
+        self.owner = process_owner() if name is None else f"{process_owner()}:{name}"
+        self.until_idle = until_idle
+        self.poll_seconds = poll_seconds
+        self.agents = agents
+        self.stats = WorkerStats()
+        self._stopping = threading.Event()
+        self._wake = threading.Event()
+        self._lock = threading.Lock()
+        self._busy = 0
+        self._controls: dict[str, RunControl] = {}
+        self._interrupts = 0
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def run(self) -> WorkerStats:
+        """Work until stopped (or, with ``until_idle``, until nothing is runnable)."""
+        listener = threading.Thread(target=self._listen, name="waystone-listen", daemon=True)
+        listener.start()
+        slots = [
+            threading.Thread(target=self._slot, name=f"waystone-slot-{i}", daemon=True)
+            for i in range(self.concurrency)
+        ]
+        for slot in slots:
+            slot.start()
+        for slot in slots:
+            while slot.is_alive():  # the main thread stays free for signal handlers
+                slot.join(0.2)
+        self._stopping.set()
+        self._wake.set()
+        return self.stats
+
+    def stop(self, reason: str = "shutdown") -> None:
+        """Finish the current step of every run in hand, release the leases, stop."""
+        self._stopping.set()
+        self._wake.set()
+        with self._lock:
+            for control in self._controls.values():
+                control.request_drain(reason)
+
+    def install_signal_handlers(self) -> None:
+        def on_term(signum: int, frame: FrameType | None) -> None:
+            del frame
+            self._interrupts += 1 if signum == signal.SIGINT else 0
+            if self._interrupts >= 2:
+                logger.warning("second interrupt: exiting now")
+                os._exit(130)
+            logger.info("stopping: finishing the current steps", extra={"signal": signum})
+            self.stop(signal.Signals(signum).name)
+
+        signal.signal(signal.SIGTERM, on_term)
+        signal.signal(signal.SIGINT, on_term)
+
+    # -- one slot: claim, drive, repeat ---------------------------------------------------
+
+    def _slot(self) -> None:
+        backoff = 0.5
+        while not self._stopping.is_set():
+            self._wake.clear()
+            try:
+                run = self.rt.registry.claim(
+                    owner=self.owner,
+                    lease_seconds=self.rt.settings.lease_seconds,
+                    agents=self.agents,
+                )
+            except (DatabaseUnavailable, psycopg.OperationalError) as exc:
+                self._outage(exc, backoff)
+                backoff = min(backoff * 2, 5.0)
+                continue
+            backoff = 0.5
+            if run is None:
+                if self.until_idle and self._idle():
+                    self._stopping.set()
+                    self._wake.set()
+                    return
+                self._wake.wait(self._idle_timeout())
+                continue
+            self._drive(run)
+
+    def _idle(self) -> bool:
+        with self._lock:
+            return self._busy == 0
+
+    def _idle_timeout(self) -> float:
+        try:
+            wake_at = self.rt.registry.next_wake()
+        except WaystoneError:
+            return self.poll_seconds
+        if wake_at is None:
+            return self.poll_seconds
+        due = (wake_at - datetime.now(UTC)).total_seconds()
+        return max(0.05, min(self.poll_seconds, due + 0.05))
+
+    def _drive(self, run: Run) -> None:
+        control = RunControl()
+        with self._lock:
+            self._busy += 1
+            self._controls[run.thread_id] = control
+            if self._stopping.is_set():
+                control.request_drain("shutdown")
+        log = {"thread_id": run.thread_id, "lease_token": run.lease_token, "owner": self.owner}
+        try:
+            logger.info("driving run", extra=log)
+            self.rt.drive(run, control=control)
+            self.stats.driven += 1
+        except LeaseLost as exc:
+            self.stats.lease_lost += 1
+            logger.warning("lease lost, stopped driving: %s", exc, extra=log)
+        except (DatabaseUnavailable, psycopg.OperationalError) as exc:
+            self._outage(exc, 0.5)
+            self._give_back(run)
+        except WaystoneError as exc:
+            self.stats.errors += 1
+            logger.error("run stopped: %s", exc, extra=log)
+        finally:
+            with self._lock:
+                self._busy -= 1
+                self._controls.pop(run.thread_id, None)
+
+    def _give_back(self, run: Run) -> None:
+        """After an outage, hand the lease back so any worker resumes the run at once."""
+        for attempt in range(20):
+            if self._stopping.is_set():
+                return
+            try:
+                self.rt.registry.release(run.thread_id, run.lease_token)
+                return
+            except (DatabaseUnavailable, psycopg.OperationalError):
+                time.sleep(min(0.25 * 2**attempt, 5.0))
+
+    def _outage(self, exc: BaseException, backoff: float) -> None:
+        self.stats.db_outages += 1
+        logger.warning("database unavailable, retrying in %.1fs: %s", backoff, exc)
+        self._stopping.wait(backoff * (0.5 + random.random() / 2))
+
+    # -- wake-ups --------------------------------------------------------------------------
+
+    def _listen(self) -> None:
+        backoff = 0.5
+        while not self._stopping.is_set():
+            try:
+                with psycopg.connect(self.rt.db.url, autocommit=True) as conn:
+                    conn.execute(f"LISTEN {CHANNEL}")
+                    backoff = 0.5
+                    self._wake.set()  # anything that arrived while we were not listening
+                    while not self._stopping.is_set():
+                        for _ in conn.notifies(timeout=0.5, stop_after=1):
+                            self._wake.set()
+            except psycopg.OperationalError as exc:
+                logger.warning("listener lost its connection: %s", exc)
+                self._stopping.wait(backoff)
+                backoff = min(backoff * 2, 5.0)
