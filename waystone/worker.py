@@ -9,6 +9,7 @@ second SIGINT exits at once. When Postgres goes away the worker backs off and ca
 
 from __future__ import annotations
 
+import faulthandler
 import logging
 import os
 import random
@@ -106,11 +107,12 @@ class Worker:
 
         signal.signal(signal.SIGTERM, on_term)
         signal.signal(signal.SIGINT, on_term)
+        faulthandler.register(signal.SIGUSR1)  # `kill -USR1 PID`: every thread's stack
 
     # -- one slot: claim, drive, repeat ---------------------------------------------------
 
     def _slot(self) -> None:
-        backoff = 0.5
+        backoff, rechecks = 0.5, 0
         while not self._stopping.is_set():
             self._wake.clear()
             try:
@@ -129,7 +131,13 @@ class Worker:
                     self._stopping.set()
                     self._wake.set()
                     return
-                self._wake.wait(self._idle_timeout())
+                if rechecks > 0:
+                    # woken by a NOTIFY: the row may still be held for a moment by the
+                    # statement that announced it (SKIP LOCKED passes it by): look again
+                    rechecks -= 1
+                    self._stopping.wait(0.05)
+                    continue
+                rechecks = 3 if self._wake.wait(self._idle_timeout()) else 0
                 continue
             self._drive(run)
 

@@ -42,6 +42,9 @@ def ensure_server(home: Path) -> str:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         server = module.get_server(pgdata, cleanup_mode=None)
+        # get_server caches a handle per process: after a stop, start it again
+        with server._lock:
+            server.ensure_postgres_running()
         uri = str(server.get_uri())
     logger.debug("embedded postgres ready", extra={"pgdata": str(pgdata)})
     return uri

@@ -37,7 +37,8 @@ RETURNING *;
 -- name: claim
 -- Take one runnable run (the named one, or the oldest): queued; waiting with the signal
 -- it waits for, or past its wake-up time; running with an expired lease, or held by a
--- local process that died. SKIP LOCKED: concurrent workers never wait on each other.
+-- local process that died. SKIP LOCKED: concurrent workers never wait on each other (a
+-- row skipped because a statement held it briefly is retried: see worker.py).
 -- Every claim raises the lease token by one: the fencing token.
 WITH candidate AS (
     SELECT r.thread_id, r.state AS prev_state, r.lease_owner AS prev_owner
@@ -55,7 +56,7 @@ WITH candidate AS (
                     OR r.lease_owner = %(dead_owner)s)))
     ORDER BY r.updated_at
     LIMIT 1
-    FOR UPDATE SKIP LOCKED
+    FOR NO KEY UPDATE SKIP LOCKED  -- not blocked by the key-share locks of FK inserts
 )
 UPDATE waystone.runs r
 SET state = 'running',

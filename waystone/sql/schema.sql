@@ -144,25 +144,31 @@ CREATE TABLE waystone.effects (
 
 CREATE INDEX effects_thread_idx ON waystone.effects (thread_id, ordinal);
 
--- Fencing (DESIGN.md section 5). A lease holder sets the session setting
+-- Fencing (DESIGN.md section 5). A lease holder sets the transaction setting
 -- waystone.lease_token before it writes; a write for a run whose current token differs is
 -- rejected (SQLSTATE WS410). FOR SHARE makes a concurrent takeover wait for this write's
--- transaction, so no write with an old token lands after the token moved on.
+-- transaction, so no write with an old token lands after the token moved on. Writes that
+-- carry no token (a person's event, on a 'lenient' table) take no such lock, so they never
+-- make a claim skip the run.
 CREATE FUNCTION waystone.check_fence() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     claimed text := nullif(current_setting('waystone.lease_token', true), '');
     current_token bigint;
 BEGIN
+    IF claimed IS NULL THEN
+        IF TG_ARGV[0] = 'strict'
+           AND EXISTS (SELECT 1 FROM waystone.runs WHERE thread_id = NEW.thread_id) THEN
+            RAISE EXCEPTION 'write for run % carries no lease token', NEW.thread_id
+                USING ERRCODE = 'WS410';
+        END IF;
+        RETURN NEW;  -- lenient, or not a Waystone run (a plain LangGraph thread)
+    END IF;
     SELECT lease_token INTO current_token FROM waystone.runs
     WHERE thread_id = NEW.thread_id FOR SHARE;
     IF NOT FOUND THEN
-        RETURN NEW;  -- not a Waystone run (a plain LangGraph thread on the same database)
+        RETURN NEW;
     END IF;
-    IF TG_ARGV[0] = 'strict' AND claimed IS NULL THEN
-        RAISE EXCEPTION 'write for run % carries no lease token (current is %)',
-            NEW.thread_id, current_token USING ERRCODE = 'WS410';
-    END IF;
-    IF claimed IS NOT NULL AND claimed::bigint <> current_token THEN
+    IF claimed::bigint <> current_token THEN
         RAISE EXCEPTION 'lease lost: write for run % carries token %, the current token is %',
             NEW.thread_id, claimed, current_token USING ERRCODE = 'WS410';
     END IF;
