@@ -249,7 +249,11 @@ def test_start_key_starts_one_run(cli: Cli, sql: psycopg.Connection[Any]) -> Non
     assert other.returncode == 4 and "start key" in other.stderr
 
 
-WEBHOOK = {"WAYSTONE_AGENTS": "tests.support.webhook:settled,tests.support.webhook:settled_briefly"}
+WEBHOOK = {
+    "WAYSTONE_AGENTS": (
+        "waystone.examples.settlement:settled,waystone.examples.settlement:settled_briefly"
+    )
+}
 
 
 def test_signal_sent_before_the_wait_is_delivered(

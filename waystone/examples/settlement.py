@@ -1,5 +1,10 @@
 """The refund agent, with refunds confirmed only by the provider's ``refund.settled``
-webhook (a signal). Loaded by the CLI through ``WAYSTONE_AGENTS``."""
+webhook, delivered as a signal (``waystone signal THREAD refund.settled --payload ...``).
+
+The run waits for it in ``confirm`` without holding a worker or a connection. Load it into
+the CLI and workers with
+``WAYSTONE_AGENTS=waystone.examples.settlement:settled``.
+"""
 
 from __future__ import annotations
 
