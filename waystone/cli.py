@@ -38,7 +38,9 @@ app.add_typer(debug_app, name="debug")
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout.")]
+JsonOpt = Annotated[
+    bool, typer.Option("--json", envvar="WAYSTONE_JSON", help="Print one JSON object on stdout.")
+]
 DbOpt = Annotated[
     str | None,
     typer.Option(
@@ -368,14 +370,28 @@ def worker(
     ] = 1,
     lease_seconds: Annotated[
         float | None,
-        typer.Option("--lease-seconds", min=0.5, help="Lease length (heartbeats renew it)."),
+        typer.Option(
+            "--lease-seconds",
+            min=0.5,
+            envvar="WAYSTONE_LEASE_SECONDS",
+            help="Lease length (heartbeats renew it).",
+        ),
     ] = None,
     name: Annotated[str | None, typer.Option("--name", envvar="WAYSTONE_WORKER_NAME")] = None,
     until_idle: Annotated[
-        bool, typer.Option("--until-idle", help="Exit 0 once nothing is runnable.")
+        bool,
+        typer.Option(
+            "--until-idle", envvar="WAYSTONE_UNTIL_IDLE", help="Exit 0 once nothing is runnable."
+        ),
     ] = False,
     poll_seconds: Annotated[
-        float, typer.Option("--poll-seconds", min=0.1, help="Fallback poll when no NOTIFY arrives.")
+        float,
+        typer.Option(
+            "--poll-seconds",
+            min=0.1,
+            envvar="WAYSTONE_POLL_SECONDS",
+            help="Fallback poll when no NOTIFY arrives.",
+        ),
     ] = 5.0,
     as_json: JsonOpt = False,
     database_url: DbOpt = None,

@@ -154,3 +154,50 @@ def test_tool_without_lookup_or_dedupe_goes_to_needs_human(
         requeued = cli("requeue", thread_id, "--reason", "looked, unsure", env=agents)
         assert requeued.returncode == 0, requeued.stderr
     assert _effects(sql, thread_id) == [("fax", "intent", 0)]
+
+
+def test_exhausted_retries_need_a_human_then_requeue_finishes(
+    fast_runtime: Runtime, provider: ProviderProcess, sql: psycopg.Connection[Any]
+) -> None:
+    provider.inject("refunds", "transient", times=50)
+    thread_id = fast_runtime.start("refund", SMALL).thread_id
+    stuck = fast_runtime.run(thread_id)
+    assert stuck.state == "needs-human"
+    assert "retries exhausted" in stuck.reason
+    assert _effects(sql, thread_id) == [("refund", "intent", 5)]  # 4 calls, then the refusal
+    assert provider.ledger()["refunds"] == []
+    provider.clear_faults()
+    fast_runtime.requeue(thread_id, by="ops", reason="provider fixed")
+    assert fast_runtime.run(thread_id).state == "done"
+    _one_of_each(provider)
+    requeued = [
+        e
+        for e in fast_runtime.history(thread_id)["events"]
+        if e["kind"] == "transition" and e["to_state"] == "queued"
+    ]
+    assert requeued[-1]["reason"] == "requeued by ops: provider fixed"
+
+
+def test_no_deadline_no_dedupe_absent_lookup_needs_a_human(
+    database_url: str, provider: ProviderProcess, sql: psycopg.Connection[Any]
+) -> None:
+    """A provider that neither deduplicates nor promises a request deadline: a lookup that
+    finds nothing right after a timeout proves nothing, so nobody guesses."""
+    from dataclasses import replace
+
+    from waystone.examples import refund
+
+    base = refund.build()
+    no_deadline = replace(refund.NOTIFY, settle_s=None)
+    agent = replace(base, tools={**base.tools, "notify_customer": no_deadline})
+    settings = Settings(database_url=database_url, tool_timeouts={"notify_customer": 1.0})
+    provider.inject("notifications", "slow", delay_s=2)
+    with Runtime(settings, agents={"refund": agent}) as rt:
+        thread_id = rt.start("refund", SMALL).thread_id
+        final = rt.run(thread_id)
+        kinds = _kinds(rt, thread_id)
+    assert final.state == "needs-human"
+    assert "promises no request deadline" in final.reason
+    assert "unknown-outcome" in kinds
+    assert _effects(sql, thread_id)[1][:2] == ("notify_customer", "unknown")
+    assert len(provider.ledger()["notifications"]) <= 1  # the slow one may still land; once

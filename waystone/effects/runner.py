@@ -65,7 +65,10 @@ class EffectRunner:
             if step is Step.NEEDS_HUMAN:
                 return self._needs_human(key, tool)
             if step is Step.LOOKUP:
-                step, row = self._lookup(key, action["args"], tool, row)
+                looked, row = self._lookup(key, action["args"], tool, row)
+                if isinstance(looked, EffectResult):
+                    return looked
+                step = looked
                 continue
             step, row, result = self._apply(thread_id, action, tool)
             if result is not None:
@@ -89,14 +92,15 @@ class EffectRunner:
 
     def _lookup(
         self, key: str, args: dict[str, Any], tool: Tool, row: Effect | None
-    ) -> tuple[Step, Effect | None]:
+    ) -> tuple[Step | EffectResult, Effect | None]:
         """Ask the provider by key. Absence is trusted only once an in-flight call of a
-        tool without deduplication can no longer land (``settle_s``)."""
+        tool without deduplication can no longer land (``settle_s``). Returns the next
+        step, or the result when a person must look."""
         found = self._lookup_once(key, args, tool)
         if found is _UNREACHABLE:
             reason = f"cannot reach {tool.name}'s provider to reconcile {key}"
             self.event("needs-human", reason, {"key": key})
-            return Step.NEEDS_HUMAN, row
+            return EffectResult("needs-human", reason=reason), row
         if found is None and not tool.idempotent_by_key:
             if tool.settle_s is None:
                 reason = (
@@ -105,7 +109,7 @@ class EffectRunner:
                     "check the provider, then `waystone requeue`"
                 )
                 self.event("needs-human", reason, {"key": key, "tool": tool.name})
-                return Step.NEEDS_HUMAN, row
+                return EffectResult("needs-human", reason=reason), row
             age = self.ledger.age_seconds(key)
             if age < tool.settle_s:
                 self.event(

@@ -65,6 +65,11 @@ class ProviderProcess:
         with urllib.request.urlopen(request, timeout=10) as response:
             assert response.status == 201, response.status
 
+    def clear_faults(self) -> None:
+        request = urllib.request.Request(f"{self.url}/_faults", method="DELETE")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.status in (200, 204), response.status
+
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.terminate()
