@@ -317,6 +317,26 @@ def requeue(
 
 
 @app.command()
+def fork(
+    thread_id: ThreadArg,
+    at: Annotated[str | None, typer.Option("--at", help="Checkpoint id (default: latest).")] = None,
+    new_thread_id: Annotated[str | None, typer.Option("--thread-id", help="The fork's id.")] = None,
+    by: ByOpt = None,
+    as_json: JsonOpt = False,
+    database_url: DbOpt = None,
+) -> None:
+    """Fork a run into a new queued thread; effects the original applied are reused, never
+    applied again."""
+
+    def body() -> None:
+        with _runtime(database_url) as rt:
+            result = rt.fork(thread_id, at=at, new_thread_id=new_thread_id, by=_actor(by))
+        _emit(as_json, result.to_dict(), lambda: _render_status(result))
+
+    _guard(body)
+
+
+@app.command()
 def cancel(
     thread_id: ThreadArg,
     reason: Annotated[str, typer.Option("--reason", help="Why (required).")],

@@ -245,6 +245,54 @@ class Runtime:
                     lease_token=claimed.lease_token,
                 )
 
+    def fork(
+        self,
+        thread_id: str,
+        *,
+        at: str | None = None,
+        new_thread_id: str | None = None,
+        by: str = "waystone",
+    ) -> RunStatus:
+        """Copy a run into a new queued run, at its latest checkpoint or at ``at``.
+
+        The fork derives its idempotency keys from the original's root thread, so any
+        action the original already applied is found in the ledger and reused, never
+        applied again; a different action (other arguments) is a new effect.
+        """
+        source = self.registry.get(thread_id)
+        self.agent(source.agent)
+        if at is not None:
+            with self.db.connection() as conn:
+                found = conn.execute(
+                    "SELECT 1 FROM checkpoints WHERE thread_id = %s AND checkpoint_id = %s",
+                    (thread_id, at),
+                ).fetchone()
+            if found is None:
+                raise BadInput(f"run {thread_id} has no checkpoint {at!r} (see `waystone history`)")
+        target = new_thread_id or f"{source.agent}-{uuid.uuid4().hex[:12]}"
+        run, created = self.registry.create(
+            thread_id=target,
+            agent=source.agent,
+            goal=source.goal,
+            input=source.input,
+            actor=by,
+            forked_from=thread_id,
+            key_namespace=source.key_namespace or source.thread_id,
+            reason=f"forked from {thread_id}" + (f" at {at}" if at else ""),
+        )
+        if not created:
+            raise TransitionNotAllowed(f"a run with thread id {target!r} already exists")
+        with self.saver.fenced(run.lease_token):
+            self.saver.copy_thread(thread_id, target, until=at)
+        self.registry.event(
+            thread_id,
+            "forked",
+            f"forked into {target} by {by}",
+            {"fork": target, "at": at},
+            actor=by,
+        )
+        return self.status(target)
+
     def cancel(self, thread_id: str, *, by: str, reason: str) -> RunStatus:
         """Move a run to ``failed`` with reason ``cancelled``. The lease token moves on, so
         a process driving it stops at its next write (the next step boundary)."""

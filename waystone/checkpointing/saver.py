@@ -30,6 +30,7 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from psycopg import Cursor
 from psycopg.rows import DictRow, dict_row
 
+from waystone import sql
 from waystone.checkpointing.database import FENCE_SQL, Database, translate
 
 LEASE_KEY = "lease_token"
@@ -86,6 +87,48 @@ class WaystoneSaver(PostgresSaver):
         with self._fenced(config):
             super().put_writes(config, writes, task_id, task_path)
 
+    # -- beyond the stock saver: copy, delete by run, in one transaction each ----------
+
+    @contextmanager
+    def fenced(self, lease_token: int | None) -> Iterator[None]:
+        """Writes made inside carry ``lease_token`` (for methods that take no config)."""
+        previous = getattr(self._fence, "token", None)
+        self._fence.token = lease_token
+        try:
+            yield
+        finally:
+            self._fence.token = previous
+
+    @contextmanager
+    def _transaction(self) -> Iterator[psycopg.Connection[DictRow]]:
+        token = getattr(self._fence, "token", None)
+        try:
+            with self.lock, self._pool.connection() as conn, conn.transaction():
+                if token is not None:
+                    conn.execute(FENCE_SQL, (str(token),))
+                yield conn
+        except psycopg.DatabaseError as exc:
+            raise translate(exc) from exc
+
+    def copy_thread(
+        self, source_thread_id: str, target_thread_id: str, *, until: str | None = None
+    ) -> None:
+        """Copy every checkpoint, blob and pending write of a thread to another (up to and
+        including checkpoint ``until``, when given: a fork at that point)."""
+        params = {"source": source_thread_id, "target": target_thread_id, "until": until}
+        with self._transaction() as conn:
+            for name in ("copy_checkpoints", "copy_checkpoint_blobs", "copy_checkpoint_writes"):
+                conn.execute(sql.query(name), params)
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints (and their pending writes) that the given runs made."""
+        ids = [str(r) for r in run_ids]
+        if not ids:
+            return
+        with self._transaction() as conn:
+            conn.execute(sql.query("delete_writes_for_runs"), {"run_ids": ids})
+            conn.execute(sql.query("delete_checkpoints_for_runs"), {"run_ids": ids})
+
     # -- async: the sync methods in a worker thread ------------------------------------
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -125,6 +168,15 @@ class WaystoneSaver(PostgresSaver):
 
     async def adelete_thread(self, thread_id: str) -> None:
         await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await asyncio.to_thread(self.delete_for_runs, run_ids)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
 
 
 def make_saver(db: Database) -> WaystoneSaver:

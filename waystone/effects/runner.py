@@ -46,6 +46,13 @@ class EffectRunner:
     def perform(self, thread_id: str, action: dict[str, Any], tool: Tool) -> EffectResult:
         key = action["key"]
         row = self.ledger.get(key)
+        if row is not None and row.thread_id != thread_id and row.status != "confirmed":
+            reason = (
+                f"{tool.name} (key {key}) was started by run {row.thread_id}, this run's "
+                f"origin, and is {row.status} there: finish that run first"
+            )
+            self.event("needs-human", reason, {"key": key, "owner_run": row.thread_id})
+            return EffectResult("needs-human", reason=reason)
         step = self._step(row.status if row else None, tool)
         if row is not None:
             self.event(

@@ -27,7 +27,9 @@ class Ports:
 
     def scope(self, config: RunnableConfig) -> RunScope:
         """What a node needs about the run it is executing: its id and lease token."""
-        return RunScope(self, thread_id_of(config), lease_of(config))
+        thread_id = thread_id_of(config)
+        namespace = (config.get("configurable") or {}).get("key_namespace") or thread_id
+        return RunScope(self, thread_id, lease_of(config), str(namespace))
 
     def tool(self, name: str) -> Tool | None:
         """The agent's tool, with this deployment's timeout for it if one is configured."""
@@ -46,6 +48,7 @@ class RunScope:
     ports: Ports
     thread_id: str
     fence: int | None
+    key_namespace: str  # what idempotency keys derive from: the thread, or a fork's root
 
     def event(self, kind: str, reason: str, evidence: dict[str, Any] | None = None) -> None:
         self.ports.registry.event(self.thread_id, kind, reason, evidence, lease_token=self.fence)

@@ -15,7 +15,7 @@ from waystone.approval import ApprovalRequest, parse_decision
 from waystone.crash import crash_point
 from waystone.effects.keys import action_digest, idempotency_key
 from waystone.errors import BadInput
-from waystone.graph.ports import Ports, thread_id_of
+from waystone.graph.ports import Ports
 from waystone.graph.state import Action, AgentState
 
 
@@ -58,12 +58,14 @@ def make_authorize(ports: Ports) -> Any:
         )
         raw = interrupt(request.to_payload())
         crash_point("authorize:after-decision", action["tool"])
-        return _apply_decision(ports, thread_id_of(config), action, raw)
+        return _apply_decision(ports, ports.scope(config).key_namespace, action, raw)
 
     return authorize
 
 
-def _apply_decision(ports: Ports, thread_id: str, action: Action, raw: object) -> dict[str, Any]:
+def _apply_decision(
+    ports: Ports, key_namespace: str, action: Action, raw: object
+) -> dict[str, Any]:
     try:
         decision = parse_decision(raw)
     except BadInput as exc:
@@ -96,7 +98,7 @@ def _apply_decision(ports: Ports, thread_id: str, action: Action, raw: object) -
             **action,
             "args": args,
             "digest": action_digest(action["tool"], args),
-            "key": idempotency_key(thread_id, action["ordinal"], action["tool"], args),
+            "key": idempotency_key(key_namespace, action["ordinal"], action["tool"], args),
         }
         record["digest"], record["key"] = edited["digest"], edited["key"]
         return {"action": edited, "decision": record, "evidence": [note]}

@@ -72,7 +72,6 @@ def make_propose(ports: Ports) -> Any:
 
     def propose(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         scope = ports.scope(config)
-        thread_id = scope.thread_id
         steps = state.get("steps", 0) + 1
         ctx = ProposalContext(
             goal=state.get("goal", ""),
@@ -122,7 +121,8 @@ def make_propose(ports: Ports) -> Any:
             "tool": tool.name,
             "args": args,
             "risk": tool.risk,
-            "key": idempotency_key(thread_id, ordinal, tool.name, args),
+            # from the key namespace: a fork proposing the original's action gets its key
+            "key": idempotency_key(scope.key_namespace, ordinal, tool.name, args),
             "digest": action_digest(tool.name, args),
         }
         note: dict[str, Any] = {"step": "propose", "tool": tool.name, "ordinal": ordinal}

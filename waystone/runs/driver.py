@@ -31,12 +31,18 @@ APPROVAL = "approval"
 
 
 def graph_config(
-    thread_id: str, recursion_limit: int = 200, lease_token: int | None = None
+    thread_id: str,
+    recursion_limit: int = 200,
+    lease_token: int | None = None,
+    key_namespace: str | None = None,
 ) -> RunnableConfig:
-    """The LangGraph config of a run; with ``lease_token`` every write it causes is fenced."""
+    """The LangGraph config of a run; with ``lease_token`` every write it causes is fenced.
+    ``key_namespace`` is the thread id its idempotency keys derive from (a fork's root)."""
     configurable: dict[str, Any] = {"thread_id": thread_id}
     if lease_token is not None:
         configurable["lease_token"] = lease_token
+    if key_namespace is not None:
+        configurable["key_namespace"] = key_namespace
     return {"configurable": configurable, "recursion_limit": recursion_limit}
 
 
@@ -88,7 +94,9 @@ def drive(
     control: RunControl | None = None,
 ) -> Run:
     """Resume the graph of a claimed run until it waits or ends, and record where."""
-    config = graph_config(run.thread_id, recursion_limit, run.lease_token)
+    config = graph_config(
+        run.thread_id, recursion_limit, run.lease_token, run.key_namespace or run.thread_id
+    )
     payload: Any = None
     if not graph.get_state(config).values:
         payload = initial_state(run.goal, run.input)

@@ -37,6 +37,8 @@ class Run:
     attempts: int
     waiting_for: str | None
     wake_at: datetime | None
+    forked_from: str | None
+    key_namespace: str | None
     created_at: datetime
     updated_at: datetime
 
@@ -91,6 +93,9 @@ class RunRegistry:
         input: dict[str, Any],
         start_key: str | None = None,
         actor: str = "waystone",
+        forked_from: str | None = None,
+        key_namespace: str | None = None,
+        reason: str = "created",
     ) -> tuple[Run, bool]:
         """Create a queued run; return it and whether it is new.
 
@@ -103,9 +108,11 @@ class RunRegistry:
             goal=goal,
             input=input,
             start_key=start_key,
-            reason="created",
-            evidence={"agent": agent},
+            reason=reason,
+            evidence={"agent": agent, **({"forked_from": forked_from} if forked_from else {})},
             actor=actor,
+            forked_from=forked_from,
+            key_namespace=key_namespace,
         )
         if row is not None:
             return Run.from_row(row), True

@@ -2,9 +2,10 @@
 -- Parameters use psycopg's %(name)s style.
 
 -- name: create_run
-INSERT INTO waystone.runs (thread_id, agent, goal, input, start_key, reason, evidence, actor)
+INSERT INTO waystone.runs (thread_id, agent, goal, input, start_key, reason, evidence, actor,
+                          forked_from, key_namespace)
 VALUES (%(thread_id)s, %(agent)s, %(goal)s, %(input)s, %(start_key)s, %(reason)s,
-        %(evidence)s, %(actor)s)
+        %(evidence)s, %(actor)s, %(forked_from)s, %(key_namespace)s)
 ON CONFLICT DO NOTHING
 RETURNING *;
 
@@ -162,3 +163,36 @@ RETURNING key, status;
 -- Seconds since the effect's row last changed, on the database's clock (not this host's).
 SELECT extract(epoch FROM clock_timestamp() - updated_at)::float8 AS age
 FROM waystone.effects WHERE key = %(key)s;
+
+-- name: copy_checkpoints
+-- Copy a thread's checkpoints (up to and including %(until)s, when given) to another.
+INSERT INTO public.checkpoints
+    (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata)
+SELECT %(target)s, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata
+FROM public.checkpoints
+WHERE thread_id = %(source)s AND (%(until)s::text IS NULL OR checkpoint_id <= %(until)s)
+ON CONFLICT DO NOTHING;
+
+-- name: copy_checkpoint_blobs
+INSERT INTO public.checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob)
+SELECT %(target)s, checkpoint_ns, channel, version, type, blob
+FROM public.checkpoint_blobs WHERE thread_id = %(source)s
+ON CONFLICT DO NOTHING;
+
+-- name: copy_checkpoint_writes
+INSERT INTO public.checkpoint_writes
+    (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, blob, task_path)
+SELECT %(target)s, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, blob, task_path
+FROM public.checkpoint_writes
+WHERE thread_id = %(source)s AND (%(until)s::text IS NULL OR checkpoint_id <= %(until)s)
+ON CONFLICT DO NOTHING;
+
+-- name: delete_writes_for_runs
+DELETE FROM public.checkpoint_writes w
+USING public.checkpoints c
+WHERE c.metadata->>'run_id' = ANY(%(run_ids)s)
+  AND w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns
+  AND w.checkpoint_id = c.checkpoint_id;
+
+-- name: delete_checkpoints_for_runs
+DELETE FROM public.checkpoints WHERE metadata->>'run_id' = ANY(%(run_ids)s);

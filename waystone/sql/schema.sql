@@ -36,6 +36,9 @@ CREATE TABLE waystone.runs (
     attempts         integer NOT NULL DEFAULT 0,
     waiting_for      text,          -- the signal a waiting run needs ('approval', a name)
     wake_at          timestamptz,   -- when a waiting run's wait times out
+    forked_from      text,          -- the run this one was forked from
+    key_namespace    text,          -- idempotency keys derive from this thread id (a fork's
+                                    -- root), so a fork never repeats the original's effects
     created_at       timestamptz NOT NULL DEFAULT now(),
     updated_at       timestamptz NOT NULL DEFAULT now()
 );
