@@ -25,6 +25,10 @@ from waystone.runtime import Runtime
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# One vault key for every process of the suite (the CLI subprocesses, workers, notebook
+# kernels and in-process runtimes), as a deployment would set WAYSTONE_ENCRYPTION_KEY.
+os.environ.setdefault("WAYSTONE_ENCRYPTION_KEY", "ab" * 32)
+
 
 def _with_dbname(url: str, dbname: str) -> str:
     info = psycopg.conninfo.conninfo_to_dict(url)

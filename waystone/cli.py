@@ -337,6 +337,27 @@ def fork(
 
 
 @app.command()
+def erase(
+    subject: Annotated[str, typer.Option("--subject", help="The value to erase, e.g. an email.")],
+    as_json: JsonOpt = False,
+    database_url: DbOpt = None,
+) -> None:
+    """Erase a person's value from the vault: the history keeps its token, the value is gone
+    and can no longer be revealed."""
+
+    def body() -> None:
+        with _runtime(database_url) as rt:
+            tokens = rt.vault.erase(subject)
+        _emit(
+            as_json,
+            {"erased": tokens},
+            lambda: out.print(f"erased {len(tokens)} value(s): {', '.join(tokens) or '-'}"),
+        )
+
+    _guard(body)
+
+
+@app.command()
 def cancel(
     thread_id: ThreadArg,
     reason: Annotated[str, typer.Option("--reason", help="Why (required).")],
@@ -428,6 +449,8 @@ def worker(
         except ValueError as exc:
             raise BadInput(str(exc)) from exc
         with Runtime(settings) as rt:
+            for handler in logging.getLogger().handlers:
+                handler.addFilter(rt.vault.log_filter())  # no personal data in the logs
             w = Worker(
                 rt,
                 concurrency=concurrency,
@@ -452,6 +475,46 @@ def worker(
                 f"{stats.lease_lost} lease(s) lost"
             ),
         )
+
+    _guard(body)
+
+
+@app.command()
+def dashboard(
+    limit: Annotated[int, typer.Option("--limit", min=1, help="Rows per view.")] = 10,
+    as_json: JsonOpt = False,
+    database_url: DbOpt = None,
+) -> None:
+    """Active runs by age, the steps with most retries, time per step, the oldest pending
+    approvals and signals, and counts by state."""
+    from waystone import dashboard as views
+
+    def body() -> None:
+        with _runtime(database_url) as rt:
+            data = views.snapshot(rt.db, limit=limit)
+        _emit(as_json, data, lambda: views.render(data, out))
+
+    _guard(body)
+
+
+@app.command("serve")
+def serve_cmd(
+    host: Annotated[str, typer.Option("--host", envvar="WAYSTONE_HOST")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, envvar="WAYSTONE_PORT")] = 8765,
+    database_url: DbOpt = None,
+) -> None:
+    """Serve the dashboard page, the JSON API and provider webhooks. Changes need
+    WAYSTONE_API_TOKEN (a bearer token; a form login for the page)."""
+    import logging
+
+    from waystone import server
+
+    def body() -> None:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+        with _runtime(database_url) as rt:
+            for handler in logging.getLogger().handlers:
+                handler.addFilter(rt.vault.log_filter())
+            server.serve(rt, host, port, os.environ.get("WAYSTONE_API_TOKEN") or None)
 
     _guard(body)
 

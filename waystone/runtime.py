@@ -35,6 +35,8 @@ from waystone.errors import (
 )
 from waystone.graph.builder import build_graph
 from waystone.graph.ports import Ports
+from waystone.privacy.keys import load_key
+from waystone.privacy.vault import Vault
 from waystone.runs import driver
 from waystone.runs.registry import Run, RunRegistry, process_owner
 from waystone.runs.signals import SignalBox
@@ -119,10 +121,16 @@ class Runtime:
         except BaseException:
             self.db.close()
             raise
-        self.registry = RunRegistry(self.db)
-        self.signals = SignalBox(self.db)
-        self.ledger = Ledger(self.db)
-        self.saver = make_saver(self.db)
+        try:
+            self.vault = Vault(self.db, load_key(self.settings.home))
+            self.vault.check_key()
+        except BaseException:
+            self.db.close()
+            raise
+        self.registry = RunRegistry(self.db, redact=self.vault.redact)
+        self.signals = SignalBox(self.db, redact=self.vault.redact)
+        self.ledger = Ledger(self.db, redact=self.vault.redact)
+        self.saver = make_saver(self.db, redact=self.vault.redact)
         self._graphs: dict[str, CompiledStateGraph[Any]] = {}
         self.owner = process_owner()
 
@@ -155,6 +163,7 @@ class Runtime:
                 agent=self.agent(agent),
                 ledger=self.ledger,
                 registry=self.registry,
+                reveal=self.vault.reveal,
                 model_timeout_s=self.settings.model_timeout_s,
                 tool_timeouts=self.settings.tool_timeouts,
                 tool_settle=self.settings.tool_settle,
@@ -180,12 +189,12 @@ class Runtime:
         spec = self.agent(agent)
         if not isinstance(input, dict):
             raise BadInput("--input must be a JSON object")
-        clean = spec.validate_input(input)
+        clean = self.vault.redact(spec.validate_input(input))
         thread_id = thread_id or f"{agent}-{uuid.uuid4().hex[:12]}"
         run, created = self.registry.create(
             thread_id=thread_id,
             agent=agent,
-            goal=goal or spec.describe_goal(clean),
+            goal=self.vault.redact(goal) if goal else spec.describe_goal(clean),
             input=clean,
             start_key=key,
         )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -27,6 +27,7 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
 )
 from langgraph.checkpoint.postgres import PostgresSaver
+from langgraph.types import Interrupt, Send
 from psycopg import Cursor
 from psycopg.rows import DictRow, dict_row
 
@@ -37,10 +38,15 @@ LEASE_KEY = "lease_token"
 
 
 class WaystoneSaver(PostgresSaver):
-    def __init__(self, db: Database) -> None:
+    """``redact`` (the vault's) runs over every checkpoint value, the inline primitives
+    LangGraph keeps as plain JSONB, the metadata and every pending write, before they are
+    written: personal data never reaches LangGraph's tables."""
+
+    def __init__(self, db: Database, redact: Callable[[Any], Any] | None = None) -> None:
         super().__init__(db.pool)
         self._pool = db.pool
         self._fence = threading.local()
+        self._redact = redact
 
     @contextmanager
     def _fenced(self, config: RunnableConfig) -> Iterator[None]:
@@ -74,6 +80,12 @@ class WaystoneSaver(PostgresSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        if self._redact is not None:
+            checkpoint = {
+                **checkpoint,
+                "channel_values": self._redact(checkpoint["channel_values"]),
+            }
+            metadata = self._redact(metadata)
         with self._fenced(config):
             return super().put(config, checkpoint, metadata, new_versions)
 
@@ -84,8 +96,18 @@ class WaystoneSaver(PostgresSaver):
         task_id: str,
         task_path: str = "",
     ) -> None:
+        if self._redact is not None:
+            writes = [(channel, self._redact_value(value)) for channel, value in writes]
         with self._fenced(config):
             super().put_writes(config, writes, task_id, task_path)
+
+    def _redact_value(self, value: Any) -> Any:
+        assert self._redact is not None
+        if isinstance(value, Send):
+            return Send(value.node, self._redact(value.arg))
+        if isinstance(value, list) and value and all(isinstance(v, Interrupt) for v in value):
+            return [Interrupt(value=self._redact(v.value), id=v.id) for v in value]
+        return self._redact(value)
 
     # -- beyond the stock saver: copy, delete by run, in one transaction each ----------
 
@@ -179,6 +201,6 @@ class WaystoneSaver(PostgresSaver):
         await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
 
 
-def make_saver(db: Database) -> WaystoneSaver:
-    """LangGraph's Postgres saver on Waystone's pool, fenced by lease token."""
-    return WaystoneSaver(db)
+def make_saver(db: Database, redact: Callable[[Any], Any] | None = None) -> WaystoneSaver:
+    """LangGraph's Postgres saver on Waystone's pool, fenced by lease token, redacting."""
+    return WaystoneSaver(db, redact)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -30,8 +31,11 @@ class Effect:
 
 
 class Ledger:
-    def __init__(self, db: Database) -> None:
+    """``redact`` runs over arguments, receipts, confirmations and errors before writing."""
+
+    def __init__(self, db: Database, redact: Callable[[Any], Any] = lambda v: v) -> None:
         self.db = db
+        self.redact = redact
 
     def get(self, key: str) -> Effect | None:
         row = self.db.fetch_one("get_effect", key=key)
@@ -63,7 +67,7 @@ class Ledger:
             thread_id=thread_id,
             ordinal=ordinal,
             tool=tool,
-            args=args,
+            args=self.redact(args),
         )
         assert row is not None
         return Effect.from_row(row)
@@ -83,9 +87,9 @@ class Ledger:
             fence=fence,
             key=key,
             status=status,
-            receipt=receipt,
-            confirmation=confirmation,
-            error=error,
+            receipt=self.redact(receipt),
+            confirmation=self.redact(confirmation),
+            error=self.redact(error),
         )
         if row is None:
             raise KeyError(f"no effect with key {key!r} in the ledger")

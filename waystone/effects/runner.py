@@ -40,6 +40,7 @@ class EffectRunner:
     ledger: Ledger
     event: EventFn  # (kind, reason, evidence) -> recorded on the run's history
     fence: int | None = None  # the lease token every ledger write carries
+    reveal: Callable[[Any], Any] = field(default=lambda value: value)  # vault: real values
     sleep: Callable[[float], None] = time.sleep
     rand: Callable[[], float] = field(default=random.random)
 
@@ -146,7 +147,7 @@ class EffectRunner:
         assert tool.lookup is not None
         for attempt in range(1, tool.retry.max_attempts + 1):
             try:
-                return tool.lookup(args, key, tool.timeout_s)
+                return tool.lookup(self.reveal(args), key, tool.timeout_s)
             except (TransientError, UnknownOutcome) as exc:
                 self.event("lookup-retry", str(exc), {"key": key, "attempt": attempt})
                 self.sleep(tool.retry.delay(attempt, self.rand()))
@@ -174,7 +175,7 @@ class EffectRunner:
         crash_point("execute:after-intent", tool.name)
         started = time.monotonic()
         try:
-            receipt = tool.apply(args, key, tool.timeout_s)
+            receipt = tool.apply(self.reveal(args), key, tool.timeout_s)
         except TransientError as exc:
             row = self.ledger.update(key, "intent", error=str(exc), fence=self.fence)
             self.event("retry", f"transient: {exc}", {"key": key, "attempt": row.attempts})
@@ -207,7 +208,7 @@ class EffectRunner:
             {"key": key, "receipt": receipt, "attempt": row.attempts},
         )
         crash_point("execute:after-receipt", tool.name)
-        return Step.CONFIRM, row, EffectResult("applied", receipt)
+        return Step.CONFIRM, row, EffectResult("applied", row.receipt)  # the redacted copy
 
 
 _UNREACHABLE = object()

@@ -12,7 +12,7 @@ import re
 from decimal import Decimal
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from waystone.agent import AgentSpec, Check, CheckResult
 from waystone.effects import http
@@ -142,6 +142,10 @@ POLICY = RulePolicy(
 
 
 class RefundInput(BaseModel):
+    """The refund agent's input; extra fields (a phone number, a note) are kept."""
+
+    model_config = ConfigDict(extra="allow")
+
     order_id: str = Field(min_length=1)
     amount: str
     currency: str = Field(pattern=r"^[A-Z]{3}$")
@@ -172,7 +176,14 @@ def plan(input: dict[str, Any]) -> list[Proposal]:
             {
                 "to": input["email"],
                 "body": f"Your refund of {input['amount']} {input['currency']} for order "
-                f"{input['order_id']} is on its way.",
+                f"{input['order_id']} is on its way"
+                + (f" to card {input['card']}" if input.get("card") else "")
+                + "."
+                + (
+                    f" We will call {input['phone']} if anything is unclear."
+                    if input.get("phone")
+                    else ""
+                ),
             },
         ),
     ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -24,6 +24,7 @@ class Ports:
     model_retry: RetryPolicy = field(default_factory=lambda: RetryPolicy(max_attempts=3))
     tool_timeouts: Mapping[str, float] = field(default_factory=dict)
     tool_settle: Mapping[str, float] = field(default_factory=dict)
+    reveal: Callable[[Any], Any] = field(default=lambda value: value)  # tokens -> real values
 
     def scope(self, config: RunnableConfig) -> RunScope:
         """What a node needs about the run it is executing: its id and lease token."""
@@ -57,7 +58,9 @@ class RunScope:
         def event(kind: str, reason: str, evidence: dict[str, Any]) -> None:
             self.event(kind, reason, evidence)
 
-        return EffectRunner(ledger=self.ports.ledger, event=event, fence=self.fence)
+        return EffectRunner(
+            ledger=self.ports.ledger, event=event, fence=self.fence, reveal=self.ports.reveal
+        )
 
 
 def lease_of(config: RunnableConfig) -> int | None:

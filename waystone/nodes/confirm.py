@@ -26,7 +26,10 @@ def _read_back(scope: RunScope, tool: Tool, action: Action, receipt: dict[str, A
     """The provider's view of the effect; raises the last error once retries are spent."""
     for attempt in range(1, tool.retry.max_attempts + 1):
         try:
-            return tool.confirm(action["args"], action["key"], receipt, tool.timeout_s)
+            reveal = scope.ports.reveal
+            return tool.confirm(
+                reveal(action["args"]), action["key"], reveal(receipt), tool.timeout_s
+            )
         except (TransientError, UnknownOutcome) as exc:
             if attempt == tool.retry.max_attempts:
                 raise
@@ -59,9 +62,10 @@ def make_confirm(ports: Ports) -> Any:
                 reason = f"{tool.name} was applied but the provider does not show it"
                 scope.event("confirm-failed", reason, {"key": action["key"]})
                 return {"outcome": {"state": "needs-human", "reason": reason, "at": "confirm"}}
-            ports.ledger.update(
+            row = ports.ledger.update(
                 action["key"], "confirmed", confirmation=confirmation, fence=scope.fence
             )
+            confirmation = row.confirmation  # the redacted copy: the state holds no PII
             scope.event("effect-confirmed", f"{tool.name} read back", {"key": action["key"]})
             crash_point("confirm:after-record", tool.name)
         if tool.await_signal is not None:
@@ -71,7 +75,7 @@ def make_confirm(ports: Ports) -> Any:
                 reason = f"no {wait.name!r} signal within {wait.timeout_s:g}s for {tool.name}"
                 scope.event("signal-timeout", reason, {"key": action["key"]})
                 return {"outcome": {"state": wait.on_timeout, "reason": reason, "at": "confirm"}}
-            confirmation = {**confirmation, "signal": answer}
+            confirmation = {**(confirmation or {}), "signal": answer}
         done = {
             "ordinal": action["ordinal"],
             "tool": tool.name,

@@ -10,6 +10,7 @@ import logging
 import os
 import socket
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -80,9 +81,16 @@ def owner_is_dead(owner: str | None) -> bool:
     return False
 
 
+def _same(value: Any) -> Any:
+    return value
+
+
 class RunRegistry:
-    def __init__(self, db: Database) -> None:
+    """``redact`` runs over every reason, evidence and input before it is written."""
+
+    def __init__(self, db: Database, redact: Callable[[Any], Any] = _same) -> None:
         self.db = db
+        self.redact = redact
 
     def create(
         self,
@@ -105,8 +113,8 @@ class RunRegistry:
             "create_run",
             thread_id=thread_id,
             agent=agent,
-            goal=goal,
-            input=input,
+            goal=self.redact(goal),
+            input=self.redact(input),
             start_key=start_key,
             reason=reason,
             evidence={"agent": agent, **({"forked_from": forked_from} if forked_from else {})},
@@ -166,8 +174,8 @@ class RunRegistry:
             conn=conn,
             thread_id=thread_id,
             to_state=to_state,
-            reason=reason,
-            evidence=evidence or {},
+            reason=self.redact(reason),
+            evidence=self.redact(evidence or {}),
             actor=actor,
             from_states=list(sources),
             lease_token=lease_token,
@@ -266,8 +274,8 @@ class RunRegistry:
             fence=lease_token,
             thread_id=thread_id,
             kind=kind,
-            reason=reason,
-            evidence=evidence or {},
+            reason=self.redact(reason),
+            evidence=self.redact(evidence or {}),
             actor=actor,
             lease_token=lease_token,
         )

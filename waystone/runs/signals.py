@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -27,8 +28,9 @@ class Signal:
 
 
 class SignalBox:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, redact: Callable[[Any], Any] = lambda v: v) -> None:
         self.db = db
+        self.redact = redact
 
     def record(
         self, thread_id: str, name: str, dedupe_key: str, payload: dict[str, Any], actor: str
@@ -39,7 +41,7 @@ class SignalBox:
             thread_id=thread_id,
             name=name,
             dedupe_key=dedupe_key,
-            payload=payload,
+            payload=self.redact(payload),
             actor=actor,
         )
         if row is not None:

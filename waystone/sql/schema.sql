@@ -198,3 +198,20 @@ CREATE TRIGGER runs_notify AFTER INSERT OR UPDATE OF state, lease_expires_at ON 
     EXECUTE FUNCTION waystone.notify_runnable();
 CREATE TRIGGER signals_notify AFTER INSERT ON waystone.signals
     FOR EACH ROW EXECUTE FUNCTION waystone.notify_runnable();
+
+-- The vault: the only place real personal values live, encrypted (AES-GCM, the token as
+-- associated data). Erasing a subject drops its ciphertext and keeps the token.
+CREATE TABLE waystone.vault (
+    token      text PRIMARY KEY,
+    kind       text NOT NULL,
+    ciphertext bytea,
+    created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    erased_at  timestamptz
+);
+
+-- Deployment-wide facts, e.g. the fingerprint of the vault key (so a process started with
+-- another key is refused instead of writing tokens nobody can resolve).
+CREATE TABLE waystone.settings (
+    name  text PRIMARY KEY,
+    value text NOT NULL
+);

@@ -1,0 +1,110 @@
+"""Personal data stays out of the history: a scan of every text, JSONB and BYTEA column of
+every Waystone and LangGraph table finds none of it, while the run completes across
+separate processes and the customer's notification reaches the real address."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import psycopg
+from psycopg import sql as pgsql
+
+from tests.conftest import Cli
+from waystone.examples.provider import ProviderProcess
+
+EMAIL, PHONE, CARD = "ana.lopez@example.com", "+1 415 555 0100", "4111 1111 1111 1111"
+SECRETS = [EMAIL, PHONE, CARD, "4111111111111111"]
+
+
+def scan(conn: psycopg.Connection[Any], needles: list[str]) -> list[tuple[str, str, str]]:
+    """(table, column, needle) for every plain occurrence in Waystone's and LangGraph's
+    tables."""
+    columns = conn.execute(
+        "SELECT table_schema, table_name, column_name, data_type "
+        "FROM information_schema.columns "
+        "WHERE (table_schema = 'waystone' OR table_name LIKE 'checkpoint%%') "
+        "AND data_type IN ('text', 'jsonb', 'bytea', 'character varying')"
+    ).fetchall()
+    assert len({(c[0], c[1]) for c in columns}) >= 9, columns  # every table was looked at
+    hits = []
+    for schema, table, column, kind in columns:
+        for needle in needles:
+            ident = pgsql.SQL("{}.{}").format(pgsql.Identifier(schema), pgsql.Identifier(table))
+            col = pgsql.Identifier(column)
+            if kind == "bytea":
+                cond = pgsql.SQL("position(convert_to(%s, 'UTF8') in {}) > 0").format(col)
+            else:
+                cond = pgsql.SQL("{}::text LIKE '%%' || %s || '%%'").format(col)
+            query = pgsql.SQL("SELECT count(*) FROM {} WHERE {}").format(ident, cond)
+            row = conn.execute(query, (needle,)).fetchone()
+            if row and row[0]:
+                hits.append((f"{schema}.{table}", column, needle))
+    return hits
+
+
+def test_no_personal_data_is_stored_in_plain_form(
+    cli: Cli, provider: ProviderProcess, database_url: str
+) -> None:
+    data = {
+        "order_id": "1001",
+        "amount": "120.00",
+        "currency": "EUR",
+        "email": EMAIL,
+        "phone": PHONE,
+        "card": CARD,
+    }
+    goal = f"Refund card {CARD} and tell {EMAIL}; call {PHONE} if needed"
+    started = cli(
+        "start", "--agent", "refund", "--input", json.dumps(data), "--goal", goal, "--json"
+    )
+    assert started.returncode == 0, started.stderr
+    thread_id = json.loads(started.stdout)["thread_id"]
+    waiting = cli("run", thread_id, "--json")
+    assert json.loads(waiting.stdout)["state"] == "waiting"
+    assert EMAIL not in waiting.stdout
+    assert cli("approve", thread_id, "--by", "ana").returncode == 0
+    done = cli("run", thread_id, "--json")
+    assert json.loads(done.stdout)["state"] == "done", done.stdout
+
+    notes = provider.ledger()["notifications"]
+    assert [n["to"] for n in notes] == [EMAIL]  # the real customer, resolved at call time
+    assert PHONE in notes[0]["body"] and CARD in notes[0]["body"]
+
+    with psycopg.connect(database_url) as conn:
+        assert scan(conn, SECRETS) == []
+        assert scan(conn, ["1001"]), "the scan must see what is stored in plain form"
+        tokens = conn.execute("SELECT kind FROM waystone.vault ORDER BY kind").fetchall()
+    assert {k for (k,) in tokens} >= {"email", "phone", "card"}
+    history = cli("history", thread_id, "--json")
+    assert EMAIL not in history.stdout and "<pii:email:" in history.stdout
+
+
+def test_erase_makes_a_value_unrecoverable_and_keeps_the_history(
+    cli: Cli, provider: ProviderProcess, database_url: str
+) -> None:
+    data = {"order_id": "7", "amount": "10.00", "currency": "EUR", "email": EMAIL}
+    thread_id = json.loads(
+        cli("start", "--agent", "refund", "--input", json.dumps(data), "--json").stdout
+    )["thread_id"]
+    assert json.loads(cli("run", thread_id, "--json").stdout)["state"] == "done"
+    before = cli("history", thread_id, "--json")
+    erased = cli("erase", "--subject", EMAIL, "--json")
+    assert erased.returncode == 0, erased.stderr
+    assert len(json.loads(erased.stdout)["erased"]) == 1
+    with psycopg.connect(database_url) as conn:
+        row = conn.execute(
+            "SELECT ciphertext, erased_at IS NOT NULL FROM waystone.vault WHERE kind = 'email'"
+        ).fetchone()
+    assert row == (None, True)
+    after = cli("history", thread_id, "--json")
+    assert json.loads(after.stdout)["events"] == json.loads(before.stdout)["events"]
+    # a new run for the erased customer cannot reach them: it stops, it does not guess
+    again = json.loads(
+        cli(
+            "start", "--agent", "refund", "--input", json.dumps({**data, "order_id": "8"}), "--json"
+        ).stdout
+    )["thread_id"]
+    final = json.loads(cli("run", again, "--json").stdout)
+    assert final["state"] == "failed" and "erased" in final["reason"]
+    assert len(provider.ledger()["notifications"]) == 1

@@ -1,0 +1,425 @@
+"""``waystone serve``: the JSON API, provider webhooks and the HTML dashboard in a real
+headless Chromium, against a real Postgres and the example provider. Assertions read the
+database: a refused request must change nothing."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import psycopg
+import pytest
+
+from tests.conftest import REFUND_INPUT, ROOT
+from waystone import Runtime
+from waystone.examples.provider import ProviderProcess
+from waystone.server import SESSION_COOKIE, make_server, session_value
+
+TOKEN = "t0ken-for-the-serve-tests"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+class Served:
+    """A server over the test runtime, in a background thread, and a tiny HTTP client."""
+
+    def __init__(self, runtime: Runtime, token: str | None) -> None:
+        self.server = make_server(runtime, "127.0.0.1", 0, token)
+        host, port = self.server.server_address[:2]
+        self.host, self.port = str(host), int(port)
+        self.url = f"http://{self.host}:{self.port}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=10)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | str | dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+        token: str | None = None,
+    ) -> Reply:
+        data = json.dumps(body).encode() if isinstance(body, dict) else body
+        if isinstance(data, str):
+            data = data.encode()
+        sent = dict(headers or {})
+        if token is not None:
+            sent["Authorization"] = f"Bearer {token}"
+        if data is not None:
+            sent.setdefault("Content-Type", "application/json")
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=60)
+        try:
+            conn.request(method, path, body=data, headers=sent)
+            resp = conn.getresponse()
+            return Reply(resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read())
+        finally:
+            conn.close()
+
+
+@pytest.fixture
+def served(runtime: Runtime) -> Iterator[Served]:
+    s = Served(runtime, TOKEN)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def waiting(runtime: Runtime, provider: ProviderProcess) -> str:
+    """A refund run that waits for an approval."""
+    del provider
+    thread_id = runtime.start("refund", REFUND_INPUT).thread_id
+    status = runtime.run(thread_id)
+    assert status.state == "waiting" and status.pending_approval is not None
+    return thread_id
+
+
+def changes(sql: psycopg.Connection[Any]) -> tuple[Any, ...]:
+    """Everything a refused request must leave alone."""
+    row = sql.execute(
+        "SELECT (SELECT count(*) FROM waystone.signals),"
+        " (SELECT count(*) FROM waystone.run_events),"
+        " (SELECT count(*) FROM waystone.effects),"
+        " (SELECT string_agg(thread_id || ':' || state, ',' ORDER BY thread_id)"
+        "  FROM waystone.runs)"
+    ).fetchone()
+    assert row is not None
+    return tuple(row)
+
+
+def signals(sql: psycopg.Connection[Any], thread_id: str, name: str) -> list[Any]:
+    return sql.execute(
+        "SELECT payload, dedupe_key, actor FROM waystone.signals"
+        " WHERE thread_id = %s AND name = %s ORDER BY id",
+        (thread_id, name),
+    ).fetchall()
+
+
+def test_changes_without_the_token_are_refused_and_change_nothing(
+    runtime: Runtime, waiting: str, served: Served, sql: psycopg.Connection[Any]
+) -> None:
+    tid = quote(waiting, safe="")
+    before = changes(sql)
+    attempts = [
+        ("POST", f"/api/runs/{tid}/approve", {"by": "mallory"}),
+        ("POST", f"/api/runs/{tid}/reject", {"by": "mallory", "reason": "no"}),
+        ("POST", f"/signals/{tid}/refund.settled", {"id": "evt_1"}),
+    ]
+    for method, path, body in attempts:
+        for auth in (
+            {},
+            {"Authorization": "Bearer wrong-token"},
+            {"Authorization": f"Bearer {TOKEN}x"},
+            {"Authorization": f"Basic {TOKEN}"},
+            {"Authorization": TOKEN},
+        ):
+            reply = served.request(method, path, body, headers=auth)
+            assert reply.status == 401, (path, auth, reply.body)
+            assert "error" in reply.json()
+    # The HTML forms: no cookie, a forged one (the token itself), an expired one.
+    forged = [
+        {},
+        {"Cookie": f"{SESSION_COOKIE}={TOKEN}"},
+        {"Cookie": f"{SESSION_COOKIE}={session_value(TOKEN, 1)}"},
+        {"Cookie": f"{SESSION_COOKIE}={session_value('another-token', 4102444800)}"},
+    ]
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    for cookie in forged:
+        for action, body_text in (("approve", "by=mallory"), ("reject", "by=m&reason=no")):
+            reply = served.request(
+                "POST", f"/runs/{tid}/{action}", body_text, headers={**form, **cookie}
+            )
+            assert reply.status == 401, (action, cookie, reply.body)
+            assert b"log in" in reply.body.lower()
+    # A wrong password sets no cookie.
+    reply = served.request("POST", "/login", "token=wrong", headers=form)
+    assert reply.status == 401 and "set-cookie" not in reply.headers
+    assert changes(sql) == before
+    assert runtime.status(waiting).decision_recorded is False
+
+    # No token configured at all: every change is refused, with what to do; reads work.
+    readonly = Served(runtime, None)
+    try:
+        for method, path, body in attempts:
+            reply = readonly.request(method, path, body, token="")
+            assert reply.status == 401
+            assert "WAYSTONE_API_TOKEN" in reply.json()["error"]
+        reply = readonly.request("POST", "/login", "token=", headers=form)
+        assert reply.status == 401 and b"WAYSTONE_API_TOKEN" in reply.body
+        reply = readonly.request("POST", f"/runs/{tid}/approve", "by=x", headers=form)
+        assert reply.status == 401 and b"WAYSTONE_API_TOKEN" in reply.body
+        assert readonly.request("GET", f"/api/runs/{tid}").json()["state"] == "waiting"
+        page = readonly.request("GET", "/")
+        assert page.status == 200 and b"WAYSTONE_API_TOKEN" in page.body
+    finally:
+        readonly.close()
+    assert changes(sql) == before
+
+
+def test_api_with_the_token(
+    runtime: Runtime, waiting: str, served: Served, sql: psycopg.Connection[Any]
+) -> None:
+    tid = quote(waiting, safe="")
+
+    runs = served.request("GET", "/api/runs")
+    assert runs.status == 200 and runs.headers["content-type"] == "application/json"
+    assert [r["thread_id"] for r in runs.json()["runs"]] == [waiting]
+    assert served.request("GET", "/api/runs?state=waiting").json()["runs"][0]["state"] == "waiting"
+    assert served.request("GET", "/api/runs?state=done").json() == {"runs": []}
+    assert served.request("GET", "/api/runs?state=bogus").status == 400
+
+    status = served.request("GET", f"/api/runs/{tid}").json()
+    assert status == runtime.status(waiting).to_dict()
+    assert status["pending_approval"]["tool"] and status["decision_recorded"] is False
+    history = served.request("GET", f"/api/runs/{tid}/history").json()
+    assert history["thread_id"] == waiting and history["state"] == "waiting"
+    assert history["events"] and history["checkpoints"]
+
+    for method, path in (
+        ("GET", "/api/runs/nope"),
+        ("GET", "/api/runs/nope/history"),
+        ("POST", "/api/runs/nope/approve"),
+        ("POST", "/signals/nope/refund.settled"),
+    ):
+        reply = served.request(method, path, {"by": "ana"}, token=TOKEN)
+        assert reply.status == 404, (path, reply.body)
+        assert "unknown thread" in reply.json()["error"]
+    assert served.request("GET", "/api/nothing-here").status == 404
+    assert served.request("GET", "/nothing-here").status == 404
+    assert served.request("GET", f"/api/runs/{tid}/approve").status == 405
+
+    before = changes(sql)
+    for bad in ("{not json", "[1, 2]", '"text"', ""):
+        reply = served.request("POST", f"/api/runs/{tid}/approve", bad, token=TOKEN)
+        assert reply.status == 400, (bad, reply.body)
+        assert "error" in reply.json()
+    for bad_body in ({}, {"by": ""}, {"by": 3}, {"by": "ana", "args": []}):
+        reply = served.request("POST", f"/api/runs/{tid}/approve", bad_body, token=TOKEN)
+        assert reply.status == 400, (bad_body, reply.body)
+    reply = served.request("POST", f"/api/runs/{tid}/reject", {"by": "ana"}, token=TOKEN)
+    assert reply.status == 400  # a rejection needs a reason
+    reply = served.request("POST", f"/signals/{tid}/refund.settled", "{oops", token=TOKEN)
+    assert reply.status == 400
+    reply = served.request("POST", f"/signals/{tid}/approval", {}, token=TOKEN)
+    assert reply.status == 400  # approvals go through approve, never a webhook
+    assert changes(sql) == before
+
+    # A provider webhook: recorded once per Idempotency-Key.
+    for _ in range(2):
+        reply = served.request(
+            "POST",
+            f"/signals/{tid}/refund.settled",
+            {"id": "evt_42", "status": "settled"},
+            headers={"Idempotency-Key": "evt_42"},
+            token=TOKEN,
+        )
+        assert reply.status == 200, reply.body
+        assert reply.json()["thread_id"] == waiting
+    assert signals(sql, waiting, "refund.settled") == [
+        ({"id": "evt_42", "status": "settled"}, "evt_42", "webhook")
+    ]
+
+    reply = served.request(
+        "POST", f"/api/runs/{tid}/approve", {"by": "ana", "comment": "ok"}, token=TOKEN
+    )
+    assert reply.status == 200, reply.body
+    assert reply.json()["decision_recorded"] is True
+    [(decision, _, actor)] = signals(sql, waiting, "approval")
+    assert (decision["choice"], decision["by"], decision["comment"], actor) == (
+        "approve",
+        "ana",
+        "ok",
+        "ana",
+    )
+    assert runtime.run(waiting).state == "done"
+    assert served.request("GET", f"/api/runs/{tid}").json()["state"] == "done"
+
+    # Nothing waits any more: deciding again is a conflict, and changes nothing.
+    before = changes(sql)
+    for action, body in (("approve", {"by": "ana"}), ("reject", {"by": "ana", "reason": "no"})):
+        reply = served.request("POST", f"/api/runs/{tid}/{action}", body, token=TOKEN)
+        assert reply.status == 409, reply.body
+        assert "not waiting for an approval" in reply.json()["error"]
+    reply = served.request("POST", f"/signals/{tid}/refund.settled", {}, token=TOKEN)
+    assert reply.status == 409  # a done run takes no more signals
+    assert changes(sql) == before
+
+
+def test_api_reject(
+    runtime: Runtime, waiting: str, served: Served, sql: psycopg.Connection[Any]
+) -> None:
+    reply = served.request(
+        "POST",
+        f"/api/runs/{quote(waiting, safe='')}/reject",
+        {"by": "bo", "reason": "duplicate claim"},
+        token=TOKEN,
+    )
+    assert reply.status == 200, reply.body
+    [(decision, _, _)] = signals(sql, waiting, "approval")
+    assert (decision["choice"], decision["by"]) == ("reject", "bo")
+    assert runtime.run(waiting).state in ("done", "failed", "needs-human")
+
+
+def test_api_dashboard(waiting: str, served: Served) -> None:
+    reply = served.request("GET", "/api/dashboard")
+    assert reply.status == 200, reply.body
+    data = reply.json()
+    for key in (
+        "counts_by_state",
+        "active_runs",
+        "retries_by_step",
+        "step_times",
+        "pending_approvals",
+        "pending_signals",
+        "undelivered_signals",
+    ):
+        assert key in data, key
+    assert waiting in json.dumps(data["pending_approvals"])
+
+
+def test_dashboard_page_in_a_real_browser(
+    runtime: Runtime, waiting: str, served: Served, sql: psycopg.Connection[Any]
+) -> None:
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(
+            f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium); "
+            "this test never skips"
+        )
+    from playwright.sync_api import sync_playwright
+
+    approval = f'.approval[data-thread-id="{waiting}"]'
+    run_row = f'tr[id="run-{waiting}"]'
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context()
+            page = context.new_page()
+
+            # Not logged in: the page shows the approval, but clicking Approve is refused.
+            page.goto(served.url + "/")
+            assert page.locator("#counts").inner_text()
+            assert page.locator(f"{run_row} .run-state").inner_text() == "waiting"
+            before = changes(sql)
+            with page.expect_response(lambda r: r.request.method == "POST") as refused:
+                page.locator(f"{approval} button.approve").click()
+            assert refused.value.status == 401
+            page.wait_for_load_state()
+            assert "not logged in" in page.locator("#error").inner_text()
+            assert changes(sql) == before
+            assert signals(sql, waiting, "approval") == []
+
+            # Log in with the token: an HttpOnly, SameSite=Strict cookie, not the token.
+            page.goto(served.url + "/login")
+            page.fill('input[name="token"]', TOKEN)
+            page.click('#login button[type="submit"]')
+            page.wait_for_url(served.url + "/")
+            [cookie] = context.cookies()
+            assert cookie["name"] == SESSION_COOKIE
+            assert cookie["httpOnly"] is True and cookie["sameSite"] == "Strict"
+            assert TOKEN not in cookie["value"]
+
+            # Approve with a click: back on the dashboard, the decision is in Postgres.
+            page.locator(f'{approval} input[name="comment"]').fill("checked the order")
+            with page.expect_response(lambda r: r.request.method == "POST") as posted:
+                page.locator(f"{approval} button.approve").click()
+            assert posted.value.status == 303
+            page.wait_for_url(served.url + "/")
+            [(decision, _, _)] = signals(sql, waiting, "approval")
+            assert (decision["choice"], decision["by"], decision["comment"]) == (
+                "approve",
+                "web",
+                "checked the order",
+            )
+            assert "Decision recorded" in page.locator(approval).inner_text()
+
+            assert runtime.run(waiting).state == "done"
+            page.reload()
+            assert page.locator(f"{run_row} .run-state").inner_text() == "done"
+            assert page.locator(run_row).get_attribute("data-state") == "done"
+            assert page.locator(approval).count() == 0
+
+            # The run's history page, through its link.
+            page.locator(f"{run_row} a").click()
+            page.wait_for_url(served.url + f"/runs/{quote(waiting, safe='')}")
+            events = page.locator("#events").inner_text()
+            assert "approve by web" in events and "done" in events
+            assert urlsplit(page.url).path.endswith(waiting)
+            context.close()
+        finally:
+            browser.close()
+
+
+SERVE = """
+import sys
+from waystone.config import Settings
+from waystone.runtime import Runtime
+from waystone.server import serve
+
+with Runtime(Settings(database_url=sys.argv[1])) as rt:
+    serve(rt, "127.0.0.1", 0, sys.argv[2])
+print("stopped", flush=True)
+"""
+
+
+def test_serve_prints_its_url_and_stops_on_sigterm(database_url: str) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SERVE, database_url, TOKEN],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("serving on http://127.0.0.1:"), line
+        parts = urlsplit(line.split()[-1])
+        assert parts.port and parts.port != 0
+        conn = http.client.HTTPConnection("127.0.0.1", parts.port, timeout=30)
+        try:
+            conn.request("GET", "/api/runs")
+            resp = conn.getresponse()
+            assert (resp.status, json.loads(resp.read())) == (200, {"runs": []})
+        finally:
+            conn.close()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0, err
+        assert out.strip() == "stopped"
+        assert "GET /api/runs" not in err  # no per-request log lines
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()

@@ -1,0 +1,392 @@
+"""An operator's dashboard: what the runs are doing, read straight from Postgres.
+
+:func:`snapshot` gathers one consistent picture (a single read-only, repeatable-read
+transaction, so every view agrees on "now") as a JSON-serialisable dict:
+
+* ``counts_by_state``: how many runs are in each of the six states;
+* ``active_runs``: queued, running, waiting and needs-human runs, oldest first;
+* ``retries_by_step``: where retries happen (history events, plus effect attempts);
+* ``step_times``: mean and p95 wall time of each graph node, from LangGraph's checkpoints;
+* ``pending_approvals``: runs waiting for a person's decision, longest waiting first;
+* ``pending_signals`` / ``undelivered_signals``: runs waiting for a named signal, and
+  signals recorded but not consumed yet.
+
+:func:`render` prints the same picture as rich tables.
+
+How node durations are measured: every completed super-step writes a checkpoint ``C``
+(``metadata.source = 'loop'``) whose parent ``P`` is the checkpoint the step started from;
+the step took ``ts(C) - ts(P)`` (``checkpoint->>'ts'``). The tasks that ran in that step
+saved their writes in ``checkpoint_writes`` under ``P``'s id, and the writes' ``task_path``
+names the node: ``'~__pregel_pull, <node>'`` for an edge-triggered node. A ``Send`` task's
+path (``'~__pregel_push, <index>, ...'``) names no node; in Waystone's graph the only
+``Send`` target is the ``check`` node (see :func:`waystone.nodes.verify.fan_out`). When a
+run was parked or lost its process inside a step (an approval, a signal wait, a crash), the
+step is timed from the claim that resumed it (a ``transition`` to ``running`` or a
+``lease-takeover`` event) rather than from ``P``, so waiting time is not counted as work.
+Parallel tasks of one step share that step's wall time.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Final
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from waystone.checkpointing.database import Conn, Database
+from waystone.nodes.verify import CHECK_NODE
+from waystone.runs.states import STATES
+
+ACTIVE_STATES: Final[tuple[str, ...]] = ("queued", "running", "waiting", "needs-human")
+STEP_NODES: Final[tuple[str, ...]] = (
+    "propose",
+    "authorize",
+    "execute",
+    "confirm",
+    CHECK_NODE,
+    "verify",
+)
+RETRY_KINDS: Final[dict[str, str]] = {
+    "retry": "execute",
+    "lookup-retry": "execute",
+    "confirm-retry": "confirm",
+    "model-timeout": "propose",
+    "model-error": "propose",
+}
+
+# -- Read-only reporting queries ---------------------------------------------------------
+# None of these writes anything; snapshot() runs them in one READ ONLY transaction.
+
+SNAPSHOT_TX_SQL: Final = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+
+COUNTS_SQL: Final = """
+SELECT state, count(*)::bigint AS n
+FROM waystone.runs
+GROUP BY state
+"""
+
+ACTIVE_RUNS_SQL: Final = """
+SELECT thread_id, agent, state, reason, lease_owner,
+       extract(epoch FROM now() - created_at)::float8 AS age_s
+FROM waystone.runs
+WHERE state = ANY(%(states)s)
+ORDER BY created_at, thread_id
+LIMIT %(limit)s
+"""
+
+# Retry events, named by the step that retried, plus every effect attempt beyond the first.
+RETRIES_SQL: Final = """
+WITH kinds (kind, step) AS (
+    SELECT * FROM unnest(%(kinds)s::text[], %(steps)s::text[])
+),
+retries AS (
+    SELECT k.step, count(*)::bigint AS retries
+    FROM waystone.run_events e
+    JOIN kinds k ON k.kind = e.kind
+    GROUP BY k.step
+    UNION ALL
+    SELECT 'execute:' || tool AS step, sum(greatest(attempts - 1, 0))::bigint AS retries
+    FROM waystone.effects
+    GROUP BY tool
+)
+SELECT step, retries
+FROM retries
+WHERE retries > 0
+ORDER BY retries DESC, step
+LIMIT %(limit)s
+"""
+
+# One row per (step, node): the checkpoint a step wrote (c), the one it started from (p),
+# and the nodes whose tasks saved writes under p. See the module docstring.
+STEP_TIMES_SQL: Final = """
+WITH steps AS (
+    SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, p.checkpoint_id AS parent_id,
+           (p.checkpoint ->> 'ts')::timestamptz AS parent_ts,
+           (c.checkpoint ->> 'ts')::timestamptz AS ended
+    FROM checkpoints c
+    JOIN waystone.runs r ON r.thread_id = c.thread_id
+    JOIN checkpoints p
+      ON p.thread_id = c.thread_id
+     AND p.checkpoint_ns = c.checkpoint_ns
+     AND p.checkpoint_id = c.parent_checkpoint_id
+    WHERE c.metadata ->> 'source' = 'loop'
+),
+timed AS (
+    SELECT s.*,
+           greatest(
+               s.parent_ts,
+               (SELECT max(e.created_at)
+                FROM waystone.run_events e
+                WHERE e.thread_id = s.thread_id
+                  AND ((e.kind = 'transition' AND e.to_state = 'running')
+                       OR e.kind = 'lease-takeover')
+                  AND e.created_at > s.parent_ts
+                  AND e.created_at < s.ended)
+           ) AS started
+    FROM steps s
+),
+ran AS (
+    SELECT DISTINCT t.thread_id, t.checkpoint_ns, t.checkpoint_id,
+           CASE WHEN starts_with(w.task_path, '~__pregel_push') THEN %(push_node)s
+                ELSE split_part(w.task_path, ', ', 2)
+           END AS node,
+           greatest(extract(epoch FROM t.ended - t.started)::float8 * 1000.0, 0.0) AS ms
+    FROM timed t
+    JOIN checkpoint_writes w
+      ON w.thread_id = t.thread_id
+     AND w.checkpoint_ns = t.checkpoint_ns
+     AND w.checkpoint_id = t.parent_id
+)
+SELECT node,
+       count(*)::bigint AS n,
+       avg(ms)::float8 AS mean_ms,
+       percentile_cont(0.95) WITHIN GROUP (ORDER BY ms)::float8 AS p95_ms
+FROM ran
+WHERE node = ANY(%(nodes)s)
+GROUP BY node
+"""
+
+PENDING_APPROVALS_SQL: Final = """
+SELECT thread_id, agent,
+       extract(epoch FROM now() - updated_at)::float8 AS waiting_s,
+       evidence -> 'pending_approval' ->> 'tool' AS tool,
+       evidence -> 'pending_approval' ->> 'reason' AS reason
+FROM waystone.runs
+WHERE state = 'waiting' AND waiting_for = 'approval'
+ORDER BY updated_at, thread_id
+LIMIT %(limit)s
+"""
+
+PENDING_SIGNALS_SQL: Final = """
+SELECT thread_id, agent, waiting_for, wake_at,
+       extract(epoch FROM now() - updated_at)::float8 AS waiting_s
+FROM waystone.runs
+WHERE state = 'waiting' AND waiting_for IS DISTINCT FROM 'approval'
+ORDER BY updated_at, thread_id
+LIMIT %(limit)s
+"""
+
+UNDELIVERED_SIGNALS_SQL: Final = """
+SELECT thread_id, name, extract(epoch FROM now() - created_at)::float8 AS age_s
+FROM waystone.signals
+WHERE consumed_at IS NULL
+ORDER BY created_at, id
+LIMIT %(limit)s
+"""
+
+
+def snapshot(db: Database, *, limit: int = 10) -> dict[str, Any]:
+    """One consistent, JSON-serialisable picture of the runs (see the module docstring).
+
+    ``limit`` caps each list view (active runs, retries, approvals, signals); the counts
+    and the step times are always complete.
+    """
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1, not {limit}")
+    with db.connection() as conn, conn.transaction():
+        conn.execute(SNAPSHOT_TX_SQL)
+        return {
+            "counts_by_state": _counts(conn),
+            "active_runs": _active_runs(conn, limit),
+            "retries_by_step": _retries(conn, limit),
+            "step_times": _step_times(conn),
+            "pending_approvals": _pending_approvals(conn, limit),
+            "pending_signals": _pending_signals(conn, limit),
+            "undelivered_signals": _undelivered_signals(conn, limit),
+        }
+
+
+def _fetch(conn: Conn, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    return conn.execute(query, params or {}).fetchall()
+
+
+def _seconds(value: float | None) -> float:
+    return round(float(value or 0.0), 3)
+
+
+def _ms(value: float | None) -> float | None:
+    return None if value is None else round(float(value), 3)
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def _counts(conn: Conn) -> dict[str, int]:
+    counts = dict.fromkeys(STATES, 0)
+    for row in _fetch(conn, COUNTS_SQL):
+        counts[row["state"]] = int(row["n"])
+    return counts
+
+
+def _active_runs(conn: Conn, limit: int) -> list[dict[str, Any]]:
+    rows = _fetch(conn, ACTIVE_RUNS_SQL, {"states": list(ACTIVE_STATES), "limit": limit})
+    return [
+        {
+            "thread_id": r["thread_id"],
+            "agent": r["agent"],
+            "state": r["state"],
+            "age_s": _seconds(r["age_s"]),
+            "reason": r["reason"],
+            "lease_owner": r["lease_owner"],
+        }
+        for r in rows
+    ]
+
+
+def _retries(conn: Conn, limit: int) -> list[dict[str, Any]]:
+    params = {"kinds": list(RETRY_KINDS), "steps": list(RETRY_KINDS.values()), "limit": limit}
+    return [
+        {"step": r["step"], "retries": int(r["retries"])} for r in _fetch(conn, RETRIES_SQL, params)
+    ]
+
+
+def _step_times(conn: Conn) -> list[dict[str, Any]]:
+    """Every node of the graph, in graph order; ``None`` times for a node never timed."""
+    params = {"nodes": list(STEP_NODES), "push_node": CHECK_NODE}
+    found = {r["node"]: r for r in _fetch(conn, STEP_TIMES_SQL, params)}
+    times: list[dict[str, Any]] = []
+    for node in STEP_NODES:
+        row = found.get(node)
+        times.append(
+            {
+                "node": node,
+                "n": int(row["n"]) if row else 0,
+                "mean_ms": _ms(row["mean_ms"]) if row else None,
+                "p95_ms": _ms(row["p95_ms"]) if row else None,
+            }
+        )
+    return times
+
+
+def _pending_approvals(conn: Conn, limit: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "thread_id": r["thread_id"],
+            "agent": r["agent"],
+            "waiting_s": _seconds(r["waiting_s"]),
+            "tool": r["tool"],
+            "reason": r["reason"],
+        }
+        for r in _fetch(conn, PENDING_APPROVALS_SQL, {"limit": limit})
+    ]
+
+
+def _pending_signals(conn: Conn, limit: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "thread_id": r["thread_id"],
+            "agent": r["agent"],
+            "waiting_for": r["waiting_for"],
+            "waiting_s": _seconds(r["waiting_s"]),
+            "wake_at": _iso(r["wake_at"]),
+        }
+        for r in _fetch(conn, PENDING_SIGNALS_SQL, {"limit": limit})
+    ]
+
+
+def _undelivered_signals(conn: Conn, limit: int) -> list[dict[str, Any]]:
+    return [
+        {"thread_id": r["thread_id"], "name": r["name"], "age_s": _seconds(r["age_s"])}
+        for r in _fetch(conn, UNDELIVERED_SIGNALS_SQL, {"limit": limit})
+    ]
+
+
+# -- Rendering ---------------------------------------------------------------------------
+
+
+def render(data: dict[str, Any], console: Console) -> None:
+    """Print a :func:`snapshot` as rich tables, one per view."""
+    counts = _table("Runs by state", "state", "runs")
+    for state, n in data["counts_by_state"].items():
+        counts.add_row(_cell(state), _cell(n))
+
+    active = _table("Active runs", "thread", "agent", "state", "age", "owner", "reason")
+    for r in data["active_runs"]:
+        active.add_row(
+            *_cells(
+                r["thread_id"],
+                r["agent"],
+                r["state"],
+                _duration(r["age_s"]),
+                r["lease_owner"],
+                r["reason"],
+            )
+        )
+
+    retries = _table("Retries by step", "step", "retries")
+    for r in data["retries_by_step"]:
+        retries.add_row(*_cells(r["step"], r["retries"]))
+
+    times = _table("Step times (ms)", "node", "n", "mean", "p95")
+    for r in data["step_times"]:
+        times.add_row(*_cells(r["node"], r["n"], _number(r["mean_ms"]), _number(r["p95_ms"])))
+
+    approvals = _table("Pending approvals", "thread", "agent", "waiting", "tool", "reason")
+    for r in data["pending_approvals"]:
+        approvals.add_row(
+            *_cells(r["thread_id"], r["agent"], _duration(r["waiting_s"]), r["tool"], r["reason"])
+        )
+
+    signals = _table(
+        "Runs waiting for a signal", "thread", "agent", "signal", "waiting", "wakes at"
+    )
+    for r in data["pending_signals"]:
+        signals.add_row(
+            *_cells(
+                r["thread_id"],
+                r["agent"],
+                r["waiting_for"],
+                _duration(r["waiting_s"]),
+                r["wake_at"],
+            )
+        )
+
+    undelivered = _table("Undelivered signals", "thread", "signal", "age")
+    for r in data["undelivered_signals"]:
+        undelivered.add_row(*_cells(r["thread_id"], r["name"], _duration(r["age_s"])))
+
+    for table in (counts, active, retries, times, approvals, signals, undelivered):
+        if not table.row_count:
+            table.caption = "none"
+        console.print(table)
+
+
+def _table(title: str, *columns: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in columns:
+        table.add_column(column, justify="right" if column in _NUMERIC else "left")
+    return table
+
+
+_NUMERIC: Final = frozenset({"runs", "retries", "n", "mean", "p95", "age", "waiting"})
+
+
+def _cell(value: object) -> Text:
+    """Plain text: run reasons and signal names may hold ``[...]``, which is not markup."""
+    return Text("-" if value is None else str(value))
+
+
+def _cells(*values: object) -> list[Text]:
+    return [_cell(v) for v in values]
+
+
+def _number(value: float | None) -> str | None:
+    return None if value is None else f"{value:.1f}"
+
+
+def _duration(seconds: float) -> str:
+    """``4.2s``, ``3m 05s``, ``2h 07m``, ``3d 04h``."""
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    whole = int(seconds)
+    minutes, secs = divmod(whole, 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    if days:
+        return f"{days}d {hours:02d}h"
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    return f"{minutes}m {secs:02d}s"
