@@ -520,6 +520,40 @@ def serve_cmd(
 
 
 @app.command()
+def prune(
+    older_than: Annotated[
+        str,
+        typer.Option(
+            "--older-than",
+            envvar="WAYSTONE_RETENTION",
+            help="Prune runs that ended longer ago than this (30d, 12h, 2w).",
+        ),
+    ] = "30d",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list what would go.")] = False,
+    as_json: JsonOpt = False,
+    database_url: DbOpt = None,
+) -> None:
+    """Delete the checkpoints of runs that ended before the cutoff; keep their run row,
+    events, effect ledger and a compact summary. Active runs are never touched."""
+    from waystone.checkpointing import retention
+
+    def body() -> None:
+        age = retention.parse_age(older_than)
+        with _runtime(database_url) as rt:
+            result = retention.prune(rt, age, dry_run=dry_run)
+        verb = "would prune" if dry_run else "pruned"
+        _emit(
+            as_json,
+            result,
+            lambda: out.print(
+                f"{verb} {len(result['runs'])} run(s), {result['checkpoints']} checkpoint(s)"
+            ),
+        )
+
+    _guard(body)
+
+
+@app.command()
 def demo(
     approve_it: Annotated[bool, typer.Option("--approve", help="Approve without asking.")] = False,
     as_json: JsonOpt = False,

@@ -353,6 +353,10 @@ class Runtime:
         if not reason.strip():
             raise BadInput("requeue needs a reason: what was checked or fixed")
         run = self.registry.get(thread_id)
+        if run.pruned_at is not None:
+            raise TransitionNotAllowed(
+                f"run {thread_id}'s checkpoints were pruned; fork or start it anew instead"
+            )
         if run.state not in REQUEUABLE:
             raise TransitionNotAllowed(
                 f"run {thread_id} is {run.state}; only failed or needs-human runs are requeued"
@@ -514,6 +518,8 @@ class Runtime:
             "thread_id": thread_id,
             "state": run.state,
             "reason": run.reason,
+            "summary": run.summary,
+            "pruned_at": run.pruned_at.isoformat() if run.pruned_at else None,
             "events": events,
             "checkpoints": checkpoints,
             "effects": effects,

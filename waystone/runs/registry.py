@@ -40,6 +40,8 @@ class Run:
     wake_at: datetime | None
     forked_from: str | None
     key_namespace: str | None
+    summary: dict[str, Any] | None
+    pruned_at: datetime | None
     created_at: datetime
     updated_at: datetime
 

@@ -39,6 +39,8 @@ CREATE TABLE waystone.runs (
     forked_from      text,          -- the run this one was forked from
     key_namespace    text,          -- idempotency keys derive from this thread id (a fork's
                                     -- root), so a fork never repeats the original's effects
+    summary          jsonb,         -- compact evidence kept when its checkpoints are pruned
+    pruned_at        timestamptz,
     created_at       timestamptz NOT NULL DEFAULT now(),
     updated_at       timestamptz NOT NULL DEFAULT now()
 );
