@@ -32,7 +32,8 @@ class Proposal:
 class ProposalContext:
     goal: str
     input: dict[str, Any]
-    completed: list[dict[str, Any]] = field(default_factory=list)
+    completed: list[dict[str, Any]] = field(default_factory=list)  # the latest few
+    completed_count: int | None = None  # all confirmed actions so far
     failure: dict[str, Any] | None = None
     evidence: list[dict[str, Any]] = field(default_factory=list)
 
@@ -57,7 +58,7 @@ class ScriptedProposer:
     def propose(self, ctx: ProposalContext, tools: Sequence[Tool]) -> Proposal | None:
         del tools
         plan = list(self._plan(ctx.input))
-        done = len(ctx.completed)
+        done = ctx.completed_count if ctx.completed_count is not None else len(ctx.completed)
         if done >= len(plan):
             return None
         step = plan[done]

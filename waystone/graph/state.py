@@ -6,10 +6,10 @@ effect ledger. ``evidence`` keeps the last entries only, so a long run's state s
 
 from __future__ import annotations
 
-import operator
 from typing import Annotated, Any, TypedDict
 
 EVIDENCE_LIMIT = 20
+COMPLETED_LIMIT = 8  # the latest confirmed actions; older ones live in the effect ledger
 
 
 class Action(TypedDict):
@@ -32,6 +32,12 @@ def keep_recent(left: list[dict[str, Any]], right: list[dict[str, Any]]) -> list
     return (left + right)[-EVIDENCE_LIMIT:]
 
 
+def keep_completed(left: list[dict[str, Any]], right: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Append, keeping only the newest ``COMPLETED_LIMIT`` confirmed actions: the state
+    stays the same size however long the run (``completed_count`` counts them all)."""
+    return (left + right)[-COMPLETED_LIMIT:]
+
+
 def merge_checks(
     left: dict[str, dict[str, Any]], right: dict[str, dict[str, Any]]
 ) -> dict[str, dict[str, Any]]:
@@ -46,7 +52,8 @@ class AgentState(TypedDict, total=False):
     receipt: dict[str, Any] | None
     confirmation: dict[str, Any] | None
     failure: dict[str, Any] | None
-    completed: Annotated[list[dict[str, Any]], operator.add]
+    completed: Annotated[list[dict[str, Any]], keep_completed]
+    completed_count: int
     checks: Annotated[dict[str, dict[str, Any]], merge_checks]
     evidence: Annotated[list[dict[str, Any]], keep_recent]
     ordinal: int
@@ -73,6 +80,7 @@ def initial_state(goal: str, input: dict[str, Any]) -> AgentState:
         "confirmation": None,
         "failure": None,
         "completed": [],
+        "completed_count": 0,
         "checks": {},
         "evidence": [],
         "ordinal": 0,

@@ -86,6 +86,7 @@ def make_confirm(ports: Ports) -> Any:
         return {
             "confirmation": confirmation,
             "completed": [done],
+            "completed_count": state.get("completed_count", 0) + 1,
             "evidence": [{"step": "confirm", "tool": tool.name, "key": action["key"]}],
         }
 

@@ -77,6 +77,7 @@ def make_propose(ports: Ports) -> Any:
             goal=state.get("goal", ""),
             input=state.get("input", {}),
             completed=state.get("completed", []),
+            completed_count=state.get("completed_count", 0),
             failure=state.get("failure"),
             evidence=state.get("evidence", []),
         )
