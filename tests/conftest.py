@@ -25,9 +25,14 @@ from waystone.runtime import Runtime
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# One vault key for every process of the suite (the CLI subprocesses, workers, notebook
-# kernels and in-process runtimes), as a deployment would set WAYSTONE_ENCRYPTION_KEY.
-os.environ.setdefault("WAYSTONE_ENCRYPTION_KEY", "ab" * 32)
+# One WAYSTONE_HOME, and so one vault key, for every process of this test session (the CLI
+# subprocesses, workers, notebook kernels and in-process runtimes), as one deployment
+# shares one key. Encryption at rest (WAYSTONE_ENCRYPTION_KEY) is off unless a test sets it.
+_HOME = Path("/tmp") / f"ws-home-{uuid.uuid4().hex[:8]}"
+_HOME.mkdir()
+(_HOME / "vault.key").write_text("cd" * 32)
+os.environ["WAYSTONE_HOME"] = str(_HOME)
+os.environ.pop("WAYSTONE_ENCRYPTION_KEY", None)
 
 
 def _with_dbname(url: str, dbname: str) -> str:
@@ -126,10 +131,10 @@ class Cli:
     """The real ``waystone`` command in a subprocess, pointed at the test database."""
 
     def __init__(self, database_url: str, payments_url: str | None, home: Path) -> None:
+        del home  # the session's WAYSTONE_HOME: one vault key for every process
         self.env = {
             **os.environ,
             "WAYSTONE_DATABASE_URL": database_url,
-            "WAYSTONE_HOME": str(home),
             "WAYSTONE_ACTOR": "tester",
         }
         if payments_url:

@@ -47,7 +47,7 @@ class Settings:
     """
 
     database_url: str | None = None
-    home: Path = field(default_factory=lambda: Path(".waystone"))
+    home: Path = field(default_factory=lambda: Path(os.environ.get("WAYSTONE_HOME") or ".waystone"))
     prepare_threshold: int | None = 5
     pool_min_size: int = 1
     pool_max_size: int = 8

@@ -35,7 +35,8 @@ from waystone.errors import (
 )
 from waystone.graph.builder import build_graph
 from waystone.graph.ports import Ports
-from waystone.privacy.keys import load_key
+from waystone.privacy.keys import at_rest_sealer, load_key
+from waystone.privacy.seal import open_value
 from waystone.privacy.vault import Vault
 from waystone.runs import driver
 from waystone.runs.registry import Run, RunRegistry, process_owner
@@ -124,15 +125,25 @@ class Runtime:
         try:
             self.vault = Vault(self.db, load_key(self.settings.home))
             self.vault.check_key()
+            self.sealer = at_rest_sealer()
         except BaseException:
             self.db.close()
             raise
-        self.registry = RunRegistry(self.db, redact=self.vault.redact)
-        self.signals = SignalBox(self.db, redact=self.vault.redact)
-        self.ledger = Ledger(self.db, redact=self.vault.redact)
-        self.saver = make_saver(self.db, redact=self.vault.redact)
+        protect, reveal = self._protect, self._reveal
+        self.registry = RunRegistry(self.db, redact=protect, reveal=reveal)
+        self.signals = SignalBox(self.db, redact=protect, reveal=reveal)
+        self.ledger = Ledger(self.db, redact=protect, reveal=reveal)
+        self.saver = make_saver(self.db, redact=self.vault.redact, sealer=self.sealer)
         self._graphs: dict[str, CompiledStateGraph[Any]] = {}
         self.owner = process_owner()
+
+    def _protect(self, value: Any) -> Any:
+        """On the way to Postgres: personal data tokenised, then sealed when encrypting."""
+        redacted = self.vault.redact(value)
+        return self.sealer.seal(redacted) if self.sealer is not None else redacted
+
+    def _reveal(self, value: Any) -> Any:
+        return open_value(self.sealer, value)
 
     def __enter__(self) -> Runtime:
         return self

@@ -15,7 +15,6 @@ def test_quickstart_notebook_runs(
     database_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("WAYSTONE_DATABASE_URL", database_url)
-    monkeypatch.setenv("WAYSTONE_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     NotebookClient(

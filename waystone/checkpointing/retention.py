@@ -64,7 +64,7 @@ def prune(
             conn.execute(
                 "UPDATE waystone.runs SET summary = %s, pruned_at = clock_timestamp() "
                 "WHERE thread_id = %s AND state = ANY(%s) AND pruned_at IS NULL",
-                (_jsonb(summary), row["thread_id"], list(ENDED)),
+                (_jsonb(rt.registry.redact(summary)), row["thread_id"], list(ENDED)),
             )
         rt.saver.prune([row["thread_id"]], strategy="delete")
     return {

@@ -27,12 +27,17 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
 )
 from langgraph.checkpoint.postgres import PostgresSaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.types import Interrupt, Send
 from psycopg import Cursor
 from psycopg.rows import DictRow, dict_row
 
 from waystone import sql
 from waystone.checkpointing.database import FENCE_SQL, Database, translate
+from waystone.privacy.seal import SealedSerializer, Sealer, open_value
+
+BOX = "__waystone_boxed__"
+STRUCTURAL = frozenset({"source", "step", "parents", "run_id"})  # left readable: queried
 
 LEASE_KEY = "lease_token"
 
@@ -42,11 +47,65 @@ class WaystoneSaver(PostgresSaver):
     LangGraph keeps as plain JSONB, the metadata and every pending write, before they are
     written: personal data never reaches LangGraph's tables."""
 
-    def __init__(self, db: Database, redact: Callable[[Any], Any] | None = None) -> None:
-        super().__init__(db.pool)
+    def __init__(
+        self,
+        db: Database,
+        redact: Callable[[Any], Any] | None = None,
+        sealer: Sealer | None = None,
+    ) -> None:
+        super().__init__(db.pool, serde=SealedSerializer(JsonPlusSerializer(), sealer))
         self._pool = db.pool
         self._fence = threading.local()
         self._redact = redact
+        self._sealer = sealer
+
+    # -- at rest: primitives boxed into (sealed) blobs, metadata sealed, then undone ------
+
+    def _protect(
+        self, checkpoint: Checkpoint, metadata: CheckpointMetadata
+    ) -> tuple[Checkpoint, CheckpointMetadata]:
+        values = checkpoint["channel_values"]
+        if self._redact is not None:
+            values = self._redact(values)
+            metadata = self._redact(metadata)
+        if self._sealer is not None:
+            # LangGraph keeps str/int/float/bool values inline in the checkpoint's JSONB;
+            # boxed, they travel as blobs through the sealed serializer instead
+            values = {
+                k: {BOX: v} if isinstance(v, str | int | float | bool) else v
+                for k, v in values.items()
+            }
+            metadata = {
+                k: v if k in STRUCTURAL else self._sealer.seal(v) for k, v in metadata.items()
+            }  # type: ignore[assignment]
+        return {**checkpoint, "channel_values": values}, metadata
+
+    def _reveal(self, found: CheckpointTuple | None) -> CheckpointTuple | None:
+        if found is None:
+            return None
+        values = found.checkpoint.get("channel_values", {})
+        for k, v in list(values.items()):
+            if isinstance(v, dict) and set(v) == {BOX}:
+                values[k] = v[BOX]
+        for k, v in list(found.metadata.items()):
+            found.metadata[k] = open_value(self._sealer, v)  # type: ignore[literal-required]
+        return found
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self._reveal(super().get_tuple(config))
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        for found in super().list(config, filter=filter, before=before, limit=limit):
+            revealed = self._reveal(found)
+            assert revealed is not None
+            yield revealed
 
     @contextmanager
     def _fenced(self, config: RunnableConfig) -> Iterator[None]:
@@ -80,12 +139,7 @@ class WaystoneSaver(PostgresSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        if self._redact is not None:
-            checkpoint = {
-                **checkpoint,
-                "channel_values": self._redact(checkpoint["channel_values"]),
-            }
-            metadata = self._redact(metadata)
+        checkpoint, metadata = self._protect(checkpoint, metadata)
         with self._fenced(config):
             return super().put(config, checkpoint, metadata, new_versions)
 
@@ -201,6 +255,9 @@ class WaystoneSaver(PostgresSaver):
         await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
 
 
-def make_saver(db: Database, redact: Callable[[Any], Any] | None = None) -> WaystoneSaver:
-    """LangGraph's Postgres saver on Waystone's pool, fenced by lease token, redacting."""
-    return WaystoneSaver(db, redact)
+def make_saver(
+    db: Database, redact: Callable[[Any], Any] | None = None, sealer: Sealer | None = None
+) -> WaystoneSaver:
+    """LangGraph's Postgres saver on Waystone's pool: fenced by lease token, redacting
+    personal data, and sealing everything at rest when a key is set."""
+    return WaystoneSaver(db, redact, sealer)

@@ -33,16 +33,28 @@ class Effect:
 class Ledger:
     """``redact`` runs over arguments, receipts, confirmations and errors before writing."""
 
-    def __init__(self, db: Database, redact: Callable[[Any], Any] = lambda v: v) -> None:
+    def __init__(
+        self,
+        db: Database,
+        redact: Callable[[Any], Any] = lambda v: v,
+        reveal: Callable[[Any], Any] = lambda v: v,
+    ) -> None:
         self.db = db
         self.redact = redact
+        self.reveal = reveal
+
+    def _effect(self, row: dict[str, Any]) -> Effect:
+        opened = {**row}
+        for name in ("args", "receipt", "confirmation", "error"):
+            opened[name] = self.reveal(row.get(name))
+        return Effect.from_row(opened)
 
     def get(self, key: str) -> Effect | None:
         row = self.db.fetch_one("get_effect", key=key)
-        return Effect.from_row(row) if row else None
+        return self._effect(row) if row else None
 
     def for_thread(self, thread_id: str) -> list[Effect]:
-        return [Effect.from_row(r) for r in self.db.fetch_all("list_effects", thread_id=thread_id)]
+        return [self._effect(r) for r in self.db.fetch_all("list_effects", thread_id=thread_id)]
 
     def age_seconds(self, key: str) -> float:
         """How long ago the effect's row last changed, by the database's clock."""
@@ -70,7 +82,7 @@ class Ledger:
             args=self.redact(args),
         )
         assert row is not None
-        return Effect.from_row(row)
+        return self._effect(row)
 
     def update(
         self,
@@ -93,4 +105,4 @@ class Ledger:
         )
         if row is None:
             raise KeyError(f"no effect with key {key!r} in the ledger")
-        return Effect.from_row(row)
+        return self._effect(row)

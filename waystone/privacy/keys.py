@@ -11,6 +11,7 @@ import secrets
 from pathlib import Path
 
 from waystone.errors import BadInput
+from waystone.privacy.seal import Sealer
 
 
 def parse_key(text: str) -> bytes:
@@ -40,3 +41,9 @@ def load_key(home: Path) -> bytes:
     with os.fdopen(fd, "w") as handle:
         handle.write(secrets.token_hex(32))
     return parse_key(path.read_text())
+
+
+def at_rest_sealer() -> Sealer | None:
+    """The sealer for encryption at rest: on only when WAYSTONE_ENCRYPTION_KEY is set."""
+    configured = os.environ.get("WAYSTONE_ENCRYPTION_KEY")
+    return Sealer(parse_key(configured)) if configured else None

@@ -90,9 +90,21 @@ def _same(value: Any) -> Any:
 class RunRegistry:
     """``redact`` runs over every reason, evidence and input before it is written."""
 
-    def __init__(self, db: Database, redact: Callable[[Any], Any] = _same) -> None:
+    def __init__(
+        self,
+        db: Database,
+        redact: Callable[[Any], Any] = _same,
+        reveal: Callable[[Any], Any] = _same,
+    ) -> None:
         self.db = db
-        self.redact = redact
+        self.redact = redact  # on the way in: tokens for personal data, sealed at rest
+        self.reveal = reveal  # on the way out: sealed values opened (tokens stay tokens)
+
+    def _run(self, row: dict[str, Any]) -> Run:
+        opened = {**row}
+        for name in ("goal", "input", "reason", "evidence", "summary"):
+            opened[name] = self.reveal(row.get(name))
+        return Run.from_row(opened)
 
     def create(
         self,
@@ -125,11 +137,11 @@ class RunRegistry:
             key_namespace=key_namespace,
         )
         if row is not None:
-            return Run.from_row(row), True
+            return self._run(row), True
         if start_key is not None:
             existing = self.db.fetch_one("get_run_by_start_key", start_key=start_key)
             if existing is not None:
-                return Run.from_row(existing), False
+                return self._run(existing), False
         existing = self.db.fetch_one("get_run", thread_id=thread_id)
         if existing is not None:
             raise TransitionNotAllowed(
@@ -142,11 +154,11 @@ class RunRegistry:
         row = self.db.fetch_one("get_run", thread_id=thread_id)
         if row is None:
             raise UnknownThread(thread_id)
-        return Run.from_row(row)
+        return self._run(row)
 
     def list_runs(self, state: str | None = None, limit: int = 100) -> list[Run]:
         rows = self.db.fetch_all("list_runs", state=state, limit=limit)
-        return [Run.from_row(r) for r in rows]
+        return [self._run(r) for r in rows]
 
     def transition(
         self,
@@ -186,7 +198,7 @@ class RunRegistry:
             bump=bump,
         )
         if rows:
-            return Run.from_row(rows[0])
+            return self._run(rows[0])
         run = self.get(thread_id)  # raises UnknownThread
         if lease_token is not None and run.lease_token != lease_token:
             raise LeaseLost(
@@ -227,7 +239,7 @@ class RunRegistry:
         )
         if row is None:
             return None
-        run = Run.from_row(row)
+        run = self._run(row)
         if row["prev_state"] == "running":
             why = (
                 "previous owner died"
@@ -283,4 +295,7 @@ class RunRegistry:
         )
 
     def events(self, thread_id: str) -> list[dict[str, Any]]:
-        return self.db.fetch_all("list_events", thread_id=thread_id)
+        return [
+            {**e, "reason": self.reveal(e["reason"]), "evidence": self.reveal(e["evidence"])}
+            for e in self.db.fetch_all("list_events", thread_id=thread_id)
+        ]

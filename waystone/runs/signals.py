@@ -28,9 +28,18 @@ class Signal:
 
 
 class SignalBox:
-    def __init__(self, db: Database, redact: Callable[[Any], Any] = lambda v: v) -> None:
+    def __init__(
+        self,
+        db: Database,
+        redact: Callable[[Any], Any] = lambda v: v,
+        reveal: Callable[[Any], Any] = lambda v: v,
+    ) -> None:
         self.db = db
         self.redact = redact
+        self.reveal = reveal
+
+    def _signal(self, row: dict[str, Any]) -> Signal:
+        return Signal.from_row({**row, "payload": self.reveal(row["payload"])})
 
     def record(
         self, thread_id: str, name: str, dedupe_key: str, payload: dict[str, Any], actor: str
@@ -45,17 +54,15 @@ class SignalBox:
             actor=actor,
         )
         if row is not None:
-            return Signal.from_row(row), True
+            return self._signal(row), True
         existing = self.db.fetch_one(
             "get_signal", thread_id=thread_id, name=name, dedupe_key=dedupe_key
         )
         assert existing is not None
-        return Signal.from_row(existing), False
+        return self._signal(existing), False
 
     def pending(self, thread_id: str) -> list[Signal]:
-        return [
-            Signal.from_row(r) for r in self.db.fetch_all("pending_signals", thread_id=thread_id)
-        ]
+        return [self._signal(r) for r in self.db.fetch_all("pending_signals", thread_id=thread_id)]
 
     def reserve(self, signal_id: int, interrupt_id: str) -> None:
         """Hand a signal to an interrupt before resuming it: if the process dies before the
