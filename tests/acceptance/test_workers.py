@@ -31,6 +31,16 @@ def wait_until(check: Callable[[], bool], what: str, timeout: float = 60) -> Non
         time.sleep(0.05)
 
 
+def wait_inside_execute(sql: psycopg.Connection[Any], thread_id: str) -> None:
+    """Until the run's effect intent is committed: its worker is inside ``execute``."""
+
+    def inside() -> bool:
+        query = "SELECT 1 FROM waystone.effects WHERE thread_id = %s"
+        return sql.execute(query, (thread_id,)).fetchone() is not None
+
+    wait_until(inside, "the worker inside execute")
+
+
 class Workers:
     def __init__(self, cli: Cli, tmp: Path) -> None:
         self.cli, self.tmp, self.procs = cli, tmp, []  # type: list[subprocess.Popen[str]]
@@ -100,15 +110,7 @@ def test_zombie_worker_writes_nothing_after_a_takeover(
     provider.inject("refunds", "slow", delay_s=3)
     thread_id = runtime.start("refund", SMALL).thread_id
     zombie = workers.spawn("--lease-seconds", "2", "--until-idle", "--name", "A")
-    wait_until(
-        lambda: (
-            sql.execute(
-                "SELECT 1 FROM waystone.effects WHERE thread_id = %s", (thread_id,)
-            ).fetchone()
-            is not None
-        ),
-        "A inside execute",
-    )
+    wait_inside_execute(sql, thread_id)
     zombie.send_signal(signal.SIGSTOP)
     wait_until(
         lambda: one(
@@ -198,15 +200,7 @@ def test_sigterm_finishes_the_step_and_releases_the_lease(
     provider.inject("refunds", "slow", delay_s=2)
     thread_id = runtime.start("refund", SMALL).thread_id
     busy = workers.spawn("--lease-seconds", "60")
-    wait_until(
-        lambda: (
-            sql.execute(
-                "SELECT 1 FROM waystone.effects WHERE thread_id = %s", (thread_id,)
-            ).fetchone()
-            is not None
-        ),
-        "inside execute",
-    )
+    wait_inside_execute(sql, thread_id)
     busy.send_signal(signal.SIGTERM)
     assert busy.wait(timeout=60) == 0, workers.output(busy)
     run = sql.execute(
@@ -374,15 +368,7 @@ def test_cancel_fences_the_worker_holding_the_run(
     provider.inject("refunds", "slow", delay_s=2)
     thread_id = runtime.start("refund", SMALL).thread_id
     holder = workers.spawn("--until-idle")
-    wait_until(
-        lambda: (
-            sql.execute(
-                "SELECT 1 FROM waystone.effects WHERE thread_id = %s", (thread_id,)
-            ).fetchone()
-            is not None
-        ),
-        "inside execute",
-    )
+    wait_inside_execute(sql, thread_id)
     assert cli("cancel", thread_id, "--reason", "stop").returncode == 0
     assert holder.wait(timeout=60) == 0, workers.output(holder)
     assert workers.summary(holder)["lease_lost"] == 1
