@@ -119,3 +119,24 @@ def test_demo_runs_to_done(cli: Cli) -> None:
     interactive = cli("demo", input="y\n")
     assert interactive.returncode == 0, interactive.stderr
     assert "done" in interactive.stdout and "1 refund(s), 1 notification(s)" in interactive.stdout
+
+
+def test_dashboard_and_prune_from_the_cli(cli: Cli, provider: ProviderProcess) -> None:
+    thread_id = start(cli)
+    ok(cli("run", thread_id, "--json"))
+    board = ok(cli("dashboard", "--json"))
+    assert {
+        "active_runs",
+        "retries_by_step",
+        "step_times",
+        "pending_approvals",
+        "pending_signals",
+        "counts_by_state",
+    } <= set(board)
+    assert board["counts_by_state"]["waiting"] == 1
+    assert [a["thread_id"] for a in board["pending_approvals"]] == [thread_id]
+    human = cli("dashboard")
+    assert human.returncode == 0 and "Pending approvals" in human.stdout
+    dry = ok(cli("prune", "--older-than", "0s", "--dry-run", "--json"))
+    assert dry == {"dry_run": True, "older_than_s": 0.0, "runs": [], "checkpoints": 0}
+    assert cli("prune", "--older-than", "soon").returncode == 2
