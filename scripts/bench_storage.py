@@ -42,6 +42,7 @@ def agent(actions: int) -> AgentSpec:
         args_model=NoteArgs,
         apply=lambda args, key, timeout: {"id": key, "n": args["n"]},
         confirm=lambda args, key, receipt, timeout: receipt,
+        idempotent_by_key=True,  # it does nothing, so doing it again is harmless
     )
 
     def all_done(_input: dict[str, Any], completed: list[dict[str, Any]]) -> CheckResult:
@@ -56,6 +57,11 @@ def agent(actions: int) -> AgentSpec:
         checks=[Check("all_done", all_done)],
         max_steps=actions + 5,
     )
+
+
+def one_action() -> AgentSpec:
+    """For WAYSTONE_AGENTS: the one-action agent the benchmarks' workers drive."""
+    return agent(1)
 
 
 def measure(actions: int) -> dict[str, Any]:

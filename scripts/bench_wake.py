@@ -64,11 +64,8 @@ def summary(samples: list[float]) -> dict[str, float]:
     }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--samples", type=int, default=20)
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
+def measure(samples: int) -> dict[str, Any]:
+    """Signal -> next step and approve -> next step, ``samples`` times each."""
     os.environ["WAYSTONE_AGENTS"] = AGENTS
     with (
         tempfile.TemporaryDirectory() as tmp,
@@ -85,14 +82,14 @@ def main() -> int:
             )
             try:
                 signals, approvals = [], []
-                for i in range(args.samples):
+                for i in range(samples):
                     run = rt.start("settled", {**SMALL, "order_id": f"s{i}-{time.time_ns()}"})
                     wait_state(rt, run.thread_id, "waiting")
                     time.sleep(0.05)  # let the worker go idle on LISTEN
                     rt.signal(run.thread_id, "refund.settled", {"n": i})
                     wait_state(rt, run.thread_id, "done")
                     signals.append(latency(rt, run.thread_id, "refund.settled"))
-                for i in range(args.samples):
+                for i in range(samples):
                     run = rt.start("refund", {**BIG, "order_id": f"a{i}-{time.time_ns()}"})
                     wait_state(rt, run.thread_id, "waiting")
                     time.sleep(0.05)
@@ -102,12 +99,20 @@ def main() -> int:
             finally:
                 worker.send_signal(signal.SIGTERM)
                 worker.wait(timeout=60)
-    result: dict[str, Any] = {
-        "samples": args.samples,
+    return {
+        "samples": samples,
         "signal_to_next_step": summary(signals),
         "approve_to_next_step": summary(approvals),
         "worker_poll_seconds": 60,
     }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=20)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    result = measure(args.samples)
     if args.json:
         print(json.dumps(result))
     else:

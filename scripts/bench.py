@@ -1,0 +1,273 @@
+"""Waystone against stock LangGraph, DBOS and a raw Postgres commit, on one Postgres.
+
+Per step (median and p95 over repeated runs of the same 5-step work):
+  raw        one INSERT + commit per step
+  langgraph  a 5-node StateGraph with the stock PostgresSaver, durability="sync"
+  waystone   Waystone's full runtime (ledger, fencing, run registry, events, redaction):
+             one action through propose -> authorize -> execute -> confirm -> check -> verify
+             with a tool that does nothing; a step is one checkpointed node step
+  dbos       a 5-step DBOS Transact workflow (optional: `pip install dbos`; skipped if absent)
+Then: runs per second with 1, 2 and 4 worker processes; bytes stored per action at 10 and
+200 actions; time from a killed worker's lease expiry to the run's next step; time from
+`approve` to the next step with an idle worker.
+
+    python scripts/bench.py [--quick] [--json]
+
+Uses WAYSTONE_DATABASE_URL, or the embedded Postgres under WAYSTONE_HOME.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypedDict
+
+import psycopg
+from langgraph.checkpoint.postgres import PostgresSaver
+from langgraph.graph import END, START, StateGraph
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_storage  # noqa: E402
+import bench_wake  # noqa: E402
+
+from waystone import Runtime, Settings  # noqa: E402
+from waystone.checkpointing.database import resolve_url  # noqa: E402
+
+STEPS = 5
+
+
+def stats(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    return {
+        "median_ms": round(statistics.median(ordered) * 1000, 3),
+        "p95_ms": round(ordered[int(0.95 * (len(ordered) - 1))] * 1000, 3),
+        "n": len(ordered),
+    }
+
+
+def timed(fn: Callable[[], int], repeats: int) -> list[float]:
+    """Seconds per step of ``fn`` (which returns how many steps it ran), per repeat."""
+    fn()  # warm up
+    out = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        steps = fn()
+        out.append((time.perf_counter() - start) / steps)
+    return out
+
+
+def bench_raw(url: str, repeats: int) -> list[float]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS bench_raw (id bigserial, run text, step int)")
+
+        def run() -> int:
+            rid = uuid.uuid4().hex
+            for i in range(STEPS):
+                conn.execute("INSERT INTO bench_raw (run, step) VALUES (%s, %s)", (rid, i))
+            return STEPS
+
+        return timed(run, repeats)
+
+
+class S(TypedDict):
+    n: int
+
+
+def bench_langgraph(url: str, repeats: int) -> list[float]:
+    with PostgresSaver.from_conn_string(url) as saver:
+        saver.setup()
+        graph: StateGraph[Any] = StateGraph(S)
+        names = [f"n{i}" for i in range(STEPS)]
+        for name in names:
+            graph.add_node(name, lambda s: {"n": s["n"] + 1})
+        graph.add_edge(START, names[0])
+        for a, b in zip(names, names[1:], strict=False):
+            graph.add_edge(a, b)
+        graph.add_edge(names[-1], END)
+        app = graph.compile(checkpointer=saver)
+
+        def run() -> int:
+            config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+            app.invoke({"n": 0}, config, durability="sync")  # type: ignore[arg-type]
+            return STEPS
+
+        return timed(run, repeats)
+
+
+def bench_waystone(rt: Runtime, repeats: int) -> list[float]:
+    spec = bench_storage.agent(1)
+    rt.register(spec)
+
+    def run() -> int:
+        thread_id = rt.start(spec.name, {}).thread_id
+        assert rt.run(thread_id).state == "done"
+        with rt.db.connection() as conn:
+            row = conn.execute(
+                "SELECT count(*) - 1 AS n FROM checkpoints WHERE thread_id = %s", (thread_id,)
+            ).fetchone()
+        return int(row["n"]) if row else 1
+
+    return timed(run, repeats)
+
+
+def bench_dbos(url: str, repeats: int) -> list[float] | str:
+    try:
+        from dbos import DBOS, DBOSConfig  # type: ignore[import-not-found]
+    except ImportError:
+        return "skipped: dbos is not installed (pip install dbos)"
+    config: Any = DBOSConfig(name="waystone-bench", system_database_url=url)
+    DBOS(config=config)
+
+    @DBOS.step()  # type: ignore[misc]
+    def step(i: int) -> int:
+        return i + 1
+
+    @DBOS.workflow()  # type: ignore[misc]
+    def flow() -> int:
+        n = 0
+        for _ in range(STEPS):
+            n = step(n)
+        return n
+
+    try:
+        DBOS.launch()
+        return timed(lambda: (flow(), STEPS)[1], repeats)
+    except Exception as exc:  # an optional peer: report, do not fail the whole bench
+        return f"skipped: dbos failed: {type(exc).__name__}: {exc}"
+    finally:
+        DBOS.destroy()
+
+
+def throughput(url: str, workers: int, runs: int) -> float:
+    spec = bench_storage.agent(1)
+    env = {
+        **os.environ,
+        "WAYSTONE_DATABASE_URL": url,
+        "WAYSTONE_AGENTS": "bench_storage:one_action",
+        "PYTHONPATH": str(Path(__file__).resolve().parent),
+    }
+    with Runtime(Settings(database_url=url), agents={spec.name: spec}) as rt:
+        ids = [rt.start(spec.name, {}).thread_id for _ in range(runs)]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "waystone", "worker", "--until-idle"],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            for _ in range(workers)
+        ]
+        for proc in procs:
+            proc.wait(timeout=600)
+        done = sum(rt.registry.get(t).state == "done" for t in ids)
+        with rt.db.connection() as conn:  # first claim to last run done, on the database's
+            row = conn.execute(  # clock: worker process start-up is left out
+                "SELECT extract(epoch FROM max(created_at) FILTER (WHERE to_state = 'done')"
+                " - min(created_at) FILTER (WHERE to_state = 'running')) AS s "
+                "FROM waystone.run_events WHERE kind = 'transition' AND thread_id = ANY(%s)",
+                (ids,),
+            ).fetchone()
+    assert done == runs, f"{done} of {runs} done"
+    assert row is not None
+    return round(runs / float(row["s"]), 2)
+
+
+def takeover_latency(url: str) -> float:
+    """Seconds from a killed worker's lease expiry to the run's next step elsewhere."""
+    env = {
+        **os.environ,
+        "WAYSTONE_DATABASE_URL": url,
+        "WAYSTONE_AGENTS": "bench_storage:one_action",
+        "PYTHONPATH": str(Path(__file__).resolve().parent),
+    }
+    spec = bench_storage.agent(1)
+    with Runtime(Settings(database_url=url), agents={spec.name: spec}) as rt:
+        thread_id = rt.start(spec.name, {}).thread_id
+        victim = subprocess.Popen(
+            [sys.executable, "-m", "waystone", "worker", "--lease-seconds", "2"],
+            env={**env, "WAYSTONE_CRASH_AT": "execute:after-intent"},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        victim.wait(timeout=120)  # it kills itself inside execute, holding the lease
+        expired = rt.registry.get(thread_id).lease_expires_at
+        assert expired is not None
+        rescuer = subprocess.Popen(
+            [sys.executable, "-m", "waystone", "worker", "--poll-seconds", "0.2"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while rt.registry.get(thread_id).state != "done":
+                if time.monotonic() > deadline:
+                    raise SystemExit("the run was not taken over")
+                time.sleep(0.05)
+        finally:
+            rescuer.send_signal(signal.SIGTERM)
+            rescuer.wait(timeout=60)
+        with rt.db.connection() as conn:
+            takeover = conn.execute(
+                "SELECT created_at FROM waystone.run_events WHERE thread_id = %s "
+                "AND kind = 'lease-takeover'",
+                (thread_id,),
+            ).fetchone()
+    assert takeover is not None
+    return round((takeover["created_at"] - expired).total_seconds(), 3)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats: under a minute")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    repeats = 15 if args.quick else 100
+    url = resolve_url(Settings.from_env())
+    report: dict[str, Any] = {
+        "steps_per_run": STEPS,
+        "repeats": repeats,
+        "machine": {"cores": os.cpu_count()},
+    }
+    with psycopg.connect(url) as conn:
+        report["postgres"] = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
+    per_step: dict[str, Any] = {
+        "raw": stats(bench_raw(url, repeats)),
+        "langgraph": stats(bench_langgraph(url, repeats)),
+    }
+    with Runtime(Settings(database_url=url)) as rt:
+        per_step["waystone"] = stats(bench_waystone(rt, repeats))
+    dbos = bench_dbos(url, repeats)
+    per_step["dbos"] = dbos if isinstance(dbos, str) else stats(dbos)
+    base = per_step["langgraph"]["median_ms"]
+    for value in per_step.values():
+        if isinstance(value, dict):
+            value["ratio_to_langgraph"] = round(value["median_ms"] / base, 3)
+    report["per_step"] = per_step
+    runs = 20 if args.quick else 100
+    report["throughput_runs_per_s"] = {str(w): throughput(url, w, runs) for w in (1, 2, 4)}
+    os.environ["WAYSTONE_DATABASE_URL"] = url
+    sizes = [bench_storage.measure(n) for n in ((10, 50) if args.quick else (10, 200))]
+    report["storage_bytes_per_action"] = {str(s["actions"]): s["bytes_per_action"] for s in sizes}
+    report["lease_expiry_to_next_step_s"] = takeover_latency(url)
+    wake = bench_wake.measure(samples=5 if args.quick else 20)
+    report["approve_to_next_step_ms"] = wake["approve_to_next_step"]
+    report["signal_to_next_step_ms"] = wake["signal_to_next_step"]
+    if args.json:
+        print(json.dumps(report))
+    else:
+        print(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
