@@ -316,6 +316,7 @@ class Runtime:
     def cancel(self, thread_id: str, *, by: str, reason: str) -> RunStatus:
         """Move a run to ``failed`` with reason ``cancelled``. The lease token moves on, so
         a process driving it stops at its next write (the next step boundary)."""
+        by = self._who(by)
         run = self.registry.get(thread_id)
         if run.state == "done":
             raise TransitionNotAllowed(f"run {thread_id} is done; a done run cannot be cancelled")
@@ -342,6 +343,7 @@ class Runtime:
         """Deliver an external event. It wakes the run if it waits for ``name``, and is kept
         for it otherwise (a signal that arrives before the wait begins is not lost).
         ``key`` deduplicates deliveries (a webhook's event id)."""
+        actor = self._who(actor)
         if not name or name == driver.APPROVAL:
             raise BadInput("a signal needs a name other than 'approval' (use `approve`)")
         run = self.registry.get(thread_id)
@@ -363,6 +365,7 @@ class Runtime:
         """Put a ``failed`` or ``needs-human`` run back in the queue, saying who and why."""
         if not reason.strip():
             raise BadInput("requeue needs a reason: what was checked or fixed")
+        by = self._who(by)
         run = self.registry.get(thread_id)
         if run.pruned_at is not None:
             raise TransitionNotAllowed(
@@ -434,6 +437,10 @@ class Runtime:
         """Record an approval (or an edit, with ``args``) for the action the run waits on."""
         return self._decide(thread_id, "edit" if args else "approve", by, comment, args)
 
+    def _who(self, by: str) -> str:
+        """Who acted, as stored: an email or phone given as a name becomes a token."""
+        return str(self.vault.redact(by))
+
     def reject(self, thread_id: str, *, by: str, reason: str) -> RunStatus:
         return self._decide(thread_id, "reject", by, reason, None)
 
@@ -445,6 +452,7 @@ class Runtime:
         comment: str | None,
         args: dict[str, Any] | None,
     ) -> RunStatus:
+        by = self._who(by)
         run = self.registry.get(thread_id)
         waiting_on = (
             driver.pending_interrupt(self.graph(run.agent), thread_id)
@@ -477,7 +485,7 @@ class Runtime:
         signal, created = self.signals.record(
             thread_id, driver.APPROVAL, waiting_on_id, record, actor=by
         )
-        if not created and signal.payload != record:
+        if not created and signal.payload != self.vault.redact(record):
             raise TransitionNotAllowed(
                 f"a different decision ({signal.payload.get('choice')} by "
                 f"{signal.payload.get('by')}) is already recorded for this action"

@@ -61,11 +61,15 @@ def prune(
             continue
         summary = _summary(rt, row["thread_id"], row["agent"], row["checkpoints"])
         with rt.db.transaction() as conn:
-            conn.execute(
+            marked = conn.execute(
                 "UPDATE waystone.runs SET summary = %s, pruned_at = clock_timestamp() "
-                "WHERE thread_id = %s AND state = ANY(%s) AND pruned_at IS NULL",
+                "WHERE thread_id = %s AND state = ANY(%s) AND pruned_at IS NULL "
+                "RETURNING thread_id",
                 (_jsonb(rt.registry.redact(summary)), row["thread_id"], list(ENDED)),
-            )
+            ).fetchone()
+        if marked is None:  # requeued meanwhile: it is active again, leave it alone
+            pruned.pop()
+            continue
         rt.saver.prune([row["thread_id"]], strategy="delete")
     return {
         "dry_run": dry_run,

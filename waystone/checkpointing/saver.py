@@ -159,6 +159,12 @@ class WaystoneSaver(PostgresSaver):
         assert self._redact is not None
         if isinstance(value, Send):
             return Send(value.node, self._redact(value.arg))
+        if isinstance(value, BaseException):  # a failed task's error, kept as a pending write
+            message = self._redact(str(value))
+            try:
+                return type(value)(message)
+            except Exception:
+                return RuntimeError(f"{type(value).__name__}: {message}")
         if isinstance(value, list) and value and all(isinstance(v, Interrupt) for v in value):
             return [Interrupt(value=self._redact(v.value), id=v.id) for v in value]
         return self._redact(value)

@@ -19,7 +19,7 @@ from waystone.crash import crash_point
 from waystone.effects.ledger import Effect, Ledger
 from waystone.effects.reconcile import Step, after_lookup, next_step
 from waystone.effects.tools import Tool
-from waystone.errors import PermanentError, TransientError, UnknownOutcome
+from waystone.errors import LeaseLost, PermanentError, TransientError, UnknownOutcome
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +41,7 @@ class EffectRunner:
     event: EventFn  # (kind, reason, evidence) -> recorded on the run's history
     fence: int | None = None  # the lease token every ledger write carries
     reveal: Callable[[Any], Any] = field(default=lambda value: value)  # vault: real values
+    lease_ok: Callable[[], bool] = field(default=lambda: True)
     sleep: Callable[[float], None] = time.sleep
     rand: Callable[[], float] = field(default=random.random)
 
@@ -173,6 +174,8 @@ class EffectRunner:
             self.event("retries-exhausted", reason, {"key": key, "attempts": row.attempts - 1})
             return Step.NEEDS_HUMAN, row, EffectResult("needs-human", reason=reason)
         crash_point("execute:after-intent", tool.name)
+        if not self.lease_ok():  # frozen past the lease: another worker may own the run now
+            raise LeaseLost(f"the lease on {thread_id} may have expired; not calling {tool.name}")
         started = time.monotonic()
         try:
             receipt = tool.apply(self.reveal(args), key, tool.timeout_s)

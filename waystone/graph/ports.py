@@ -58,8 +58,14 @@ class RunScope:
         def event(kind: str, reason: str, evidence: dict[str, Any]) -> None:
             self.event(kind, reason, evidence)
 
+        from waystone.runs.driver import lease_ok  # the driver owns the leases
+
         return EffectRunner(
-            ledger=self.ports.ledger, event=event, fence=self.fence, reveal=self.ports.reveal
+            ledger=self.ports.ledger,
+            event=event,
+            fence=self.fence,
+            reveal=self.ports.reveal,
+            lease_ok=lambda: lease_ok(self.thread_id, self.fence),
         )
 
 

@@ -132,6 +132,10 @@ class Vault:
                 redacted = vault.detector.replace(message, vault.token_for)
                 if redacted != message:
                     record.msg, record.args = redacted, ()
+                if record.exc_info:  # a traceback's messages can carry personal data too
+                    text = logging.Formatter().formatException(record.exc_info)
+                    record.exc_text = vault.detector.replace(text, vault.token_for)
+                    record.exc_info = None
                 return True
 
         return Redact()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -60,28 +61,61 @@ def wanted_signal(waiting_on: Interrupt) -> str:
     return APPROVAL if value.get("kind") == APPROVAL else str(value["name"])
 
 
+class LeaseGuard:
+    """This process's view of its lease: lost when a heartbeat was refused, or when the
+    lease may have expired (no successful heartbeat for the lease's length, by the local
+    monotonic clock). Checked right before an external call, so a worker that was frozen
+    past its lease does not call the provider again."""
+
+    def __init__(self, lease_seconds: float) -> None:
+        self.lease_seconds = lease_seconds
+        self.lost = threading.Event()
+        self._renewed = time.monotonic()
+
+    def renewed(self) -> None:
+        self._renewed = time.monotonic()
+
+    def ok(self) -> bool:
+        return not self.lost.is_set() and (
+            time.monotonic() - self._renewed < self.lease_seconds * 0.9
+        )
+
+
+GUARDS: dict[tuple[str, int], LeaseGuard] = {}  # (thread_id, lease token) -> its guard
+
+
+def lease_ok(thread_id: str, lease_token: int | None) -> bool:
+    """False once this process may no longer hold the lease (True outside a worker)."""
+    guard = GUARDS.get((thread_id, lease_token)) if lease_token is not None else None
+    return guard is None or guard.ok()
+
+
 @contextmanager
 def heartbeat(registry: RunRegistry, run: Run, lease_seconds: float) -> Iterator[threading.Event]:
     """Renew the lease every third of its length; the event is set if the lease is lost."""
-    stop, lost = threading.Event(), threading.Event()
+    stop = threading.Event()
+    guard = LeaseGuard(lease_seconds)
+    GUARDS[(run.thread_id, run.lease_token)] = guard
 
     def beat() -> None:
         while not stop.wait(lease_seconds / 3):
             try:
                 if not registry.heartbeat(run.thread_id, run.lease_token, lease_seconds):
-                    lost.set()
+                    guard.lost.set()
                     logger.warning("lease lost", extra={"thread_id": run.thread_id})
                     return
+                guard.renewed()
             except Exception:  # the database may be briefly away; the next beat retries
                 logger.warning("heartbeat failed", extra={"thread_id": run.thread_id})
 
     thread = threading.Thread(target=beat, name=f"heartbeat-{run.thread_id}", daemon=True)
     thread.start()
     try:
-        yield lost
+        yield guard.lost
     finally:
         stop.set()
         thread.join()
+        GUARDS.pop((run.thread_id, run.lease_token), None)
 
 
 def drive(
@@ -122,6 +156,8 @@ def _available(waiting_on: Interrupt, thread_id: str, signals: SignalBox) -> boo
 def _match(waiting_on: Interrupt, pending: list[Signal]) -> Signal | None:
     value: dict[str, Any] = waiting_on.value
     for sig in pending:
+        if sig.reserved_for is not None and sig.reserved_for != waiting_on.id:
+            continue  # handed to an earlier wait: it answers that one only
         if value["kind"] == APPROVAL:
             # a decision is recorded for one interrupt: one action of one run, one time
             if sig.name == APPROVAL and sig.dedupe_key == waiting_on.id:
