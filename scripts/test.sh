@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The whole test suite from a fresh machine: installs what it needs, then runs pytest.
+# Postgres: the tests start the embedded server themselves (or use WAYSTONE_DATABASE_URL).
+# Chromium (Debian's) is for the dashboard's browser test; Playwright downloads nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+if ! command -v chromium >/dev/null 2>&1; then
+    sudo=""
+    if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+    $sudo apt-get update -qq
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+python3 -m pip install -q -e '.[test]'
+python3 -m pytest "$@"
