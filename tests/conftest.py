@@ -7,8 +7,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -161,6 +162,15 @@ class Cli:
 @pytest.fixture
 def cli(database_url: str, provider: ProviderProcess, tmp_path: Path) -> Cli:
     return Cli(database_url, provider.url, tmp_path / "home")
+
+
+def wait_until(check: Callable[[], bool], what: str, timeout: float = 60) -> None:
+    """Poll a condition (on the database, a process) until it holds; never a fixed sleep."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for: {what}")
+        time.sleep(0.05)
 
 
 REFUND_INPUT = {

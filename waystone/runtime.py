@@ -417,7 +417,7 @@ class Runtime:
             snapshot = graph.get_state(self.config(thread_id))
             step = snapshot.next[0] if snapshot.next else None
             if run.state == "waiting":
-                waiting_on = driver.pending_interrupt(graph, thread_id)
+                waiting_on = driver.waiting_interrupt(snapshot)
                 if waiting_on is not None and waiting_on.value.get("kind") == driver.APPROVAL:
                     pending = waiting_on.value
         recorded = any(s.name == driver.APPROVAL for s in self.signals.pending(thread_id))

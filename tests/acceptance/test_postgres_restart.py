@@ -16,7 +16,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.conftest import REFUND_INPUT, ROOT
+from tests.conftest import REFUND_INPUT, ROOT, wait_until
 from waystone import Runtime, Settings
 from waystone.checkpointing import embedded
 from waystone.examples.provider import ProviderProcess
@@ -47,14 +47,6 @@ def _states(url: str) -> dict[str, int]:
     except psycopg.OperationalError:
         return {}
     return {state: n for state, n in rows}
-
-
-def _wait(check: object, what: str, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for: {what}")
-        time.sleep(0.1)
 
 
 def test_workers_survive_a_postgres_restart(
@@ -92,12 +84,12 @@ def test_workers_survive_a_postgres_restart(
         for log in logs
     ]
     try:
-        _wait(lambda: _states(url).get("done", 0) >= 1, "the first run done", 60)
+        wait_until(lambda: _states(url).get("done", 0) >= 1, "the first run done", 60)
         assert _states(url).get("done", 0) < 10, "too late: every run finished before the outage"
         embedded.stop(home)
         time.sleep(OUTAGE_S)
         embedded.ensure_server(home)
-        _wait(lambda: _states(url) == {"done": 10}, "every run done after the restart", 180)
+        wait_until(lambda: _states(url) == {"done": 10}, "every run done after the restart", 180)
         for w in workers:
             w.send_signal(signal.SIGTERM)
         assert [w.wait(timeout=60) for w in workers] == [0, 0]

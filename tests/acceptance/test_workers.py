@@ -7,28 +7,18 @@ import json
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 
-from tests.conftest import REFUND_INPUT, ROOT, Cli
+from tests.conftest import REFUND_INPUT, ROOT, Cli, wait_until
 from waystone import Runtime
 from waystone.examples.provider import ProviderProcess
 
 SMALL = {**REFUND_INPUT, "amount": "40.00"}  # allowed by policy: no approval
-
-
-def wait_until(check: Callable[[], bool], what: str, timeout: float = 60) -> None:
-    """Poll a condition on the database (never a fixed sleep) until it holds."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for: {what}")
-        time.sleep(0.05)
 
 
 def wait_inside_execute(sql: psycopg.Connection[Any], thread_id: str) -> None:
@@ -250,13 +240,18 @@ WEBHOOK = {
 }
 
 
+def start_settlement(cli: Cli, agent: str) -> str:
+    """Start a run of a settlement agent (refund confirmed by a webhook); its thread id."""
+    started = cli("start", "--agent", agent, "--input", json.dumps(SMALL), "--json", env=WEBHOOK)
+    assert started.returncode == 0, started.stderr
+    thread_id: str = json.loads(started.stdout)["thread_id"]
+    return thread_id
+
+
 def test_signal_sent_before_the_wait_is_delivered(
     cli: Cli, provider: ProviderProcess, workers: Workers, sql: psycopg.Connection[Any]
 ) -> None:
-    started = cli(
-        "start", "--agent", "settled", "--input", json.dumps(SMALL), "--json", env=WEBHOOK
-    )
-    thread_id = json.loads(started.stdout)["thread_id"]
+    thread_id = start_settlement(cli, "settled")
     sent = cli(
         "signal",
         thread_id,
@@ -290,10 +285,7 @@ def test_signal_sent_before_the_wait_is_delivered(
 def test_signal_wakes_a_waiting_run(
     cli: Cli, provider: ProviderProcess, workers: Workers, sql: psycopg.Connection[Any]
 ) -> None:
-    started = cli(
-        "start", "--agent", "settled", "--input", json.dumps(SMALL), "--json", env=WEBHOOK
-    )
-    thread_id = json.loads(started.stdout)["thread_id"]
+    thread_id = start_settlement(cli, "settled")
     idle = workers.spawn("--poll-seconds", "60", env=WEBHOOK)  # only NOTIFY can wake it soon
     wait_until(
         lambda: (
@@ -320,10 +312,7 @@ def test_signal_wakes_a_waiting_run(
 def test_a_wait_that_times_out_follows_its_policy(
     cli: Cli, provider: ProviderProcess, workers: Workers, sql: psycopg.Connection[Any]
 ) -> None:
-    started = cli(
-        "start", "--agent", "settled_briefly", "--input", json.dumps(SMALL), "--json", env=WEBHOOK
-    )
-    thread_id = json.loads(started.stdout)["thread_id"]
+    thread_id = start_settlement(cli, "settled_briefly")
     first = workers.spawn("--until-idle", env=WEBHOOK)
     assert first.wait(timeout=60) == 0
     assert one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", thread_id) == "waiting"

@@ -43,8 +43,36 @@ def latest_version() -> int:
     return max([BASELINE_VERSION, *(v for v, _ in files)])
 
 
+UP_TO_DATE = """
+SELECT to_regclass('public.waystone_schema_version') IS NOT NULL
+   AND to_regclass('public.checkpoint_migrations') IS NOT NULL AS present
+"""
+VERSIONS = """
+SELECT (SELECT max(version) FROM public.waystone_schema_version) AS ours,
+       (SELECT max(v) FROM public.checkpoint_migrations) AS langgraph,
+       (SELECT count(*) FROM pg_trigger WHERE tgname = 'waystone_fence') AS fences
+"""
+
+
+def _up_to_date(db: Database) -> bool:
+    """One look, no lock: every process start pays this, not the whole migration."""
+    with db.connection() as conn:
+        row = conn.execute(UP_TO_DATE).fetchone()
+        if not row or not row["present"]:
+            return False
+        versions = conn.execute(VERSIONS).fetchone()
+    return bool(
+        versions
+        and versions["ours"] == latest_version()
+        and versions["langgraph"] == len(PostgresSaver.MIGRATIONS) - 1
+        and versions["fences"] >= 3
+    )
+
+
 def migrate(db: Database) -> int:
     """Bring the database to the newest schema; return the version it is at."""
+    if _up_to_date(db):
+        return latest_version()
     with db.connection() as lock_conn:
         _acquire(lock_conn)
         try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -19,7 +19,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import RunControl
-from langgraph.types import Command, Interrupt
+from langgraph.types import Command, Interrupt, StateSnapshot
 
 from waystone.crash import crash_point
 from waystone.graph.state import initial_state
@@ -47,13 +47,17 @@ def graph_config(
     return {"configurable": configurable, "recursion_limit": recursion_limit}
 
 
-def pending_interrupt(graph: CompiledStateGraph[Any], thread_id: str) -> Interrupt | None:
-    """The interrupt the run waits on (an approval or a signal), or ``None``."""
-    snapshot = graph.get_state(graph_config(thread_id))
+def waiting_interrupt(snapshot: StateSnapshot) -> Interrupt | None:
+    """The interrupt a state snapshot waits on (an approval or a signal), or ``None``."""
     for item in snapshot.interrupts:
         if isinstance(item.value, dict) and item.value.get("kind") in (APPROVAL, "signal"):
             return item
     return None
+
+
+def pending_interrupt(graph: CompiledStateGraph[Any], thread_id: str) -> Interrupt | None:
+    """The interrupt the run waits on, read from Postgres."""
+    return waiting_interrupt(graph.get_state(graph_config(thread_id)))
 
 
 def wanted_signal(waiting_on: Interrupt) -> str:
@@ -67,18 +71,17 @@ class LeaseGuard:
     monotonic clock). Checked right before an external call, so a worker that was frozen
     past its lease does not call the provider again."""
 
-    def __init__(self, lease_seconds: float) -> None:
+    def __init__(self, lease_seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.lease_seconds = lease_seconds
         self.lost = threading.Event()
-        self._renewed = time.monotonic()
+        self._clock = clock
+        self._renewed = clock()
 
     def renewed(self) -> None:
-        self._renewed = time.monotonic()
+        self._renewed = self._clock()
 
     def ok(self) -> bool:
-        return not self.lost.is_set() and (
-            time.monotonic() - self._renewed < self.lease_seconds * 0.9
-        )
+        return not self.lost.is_set() and (self._clock() - self._renewed < self.lease_seconds * 0.9)
 
 
 GUARDS: dict[tuple[str, int], LeaseGuard] = {}  # (thread_id, lease token) -> its guard
@@ -132,10 +135,11 @@ def drive(
         run.thread_id, recursion_limit, run.lease_token, run.key_namespace or run.thread_id
     )
     payload: Any = None
-    if not graph.get_state(config).values:
+    snapshot = graph.get_state(config)
+    if not snapshot.values:
         payload = initial_state(run.goal, run.input)
     while True:
-        waiting_on = pending_interrupt(graph, run.thread_id)
+        waiting_on = waiting_interrupt(snapshot)
         if payload is None and waiting_on is not None:
             payload = _answer(waiting_on, run, signals)
             if payload is None:
@@ -143,10 +147,11 @@ def drive(
         graph.invoke(payload, config, durability="sync", control=control)
         crash_point("run:after-checkpoint")
         payload = None
-        waiting_on = pending_interrupt(graph, run.thread_id)
+        snapshot = graph.get_state(config)
+        waiting_on = waiting_interrupt(snapshot)
         if waiting_on is None or not _available(waiting_on, run.thread_id, signals):
             break  # ended, or waits for something that has not arrived yet
-    return settle(graph, run, registry, signals)
+    return settle(graph, run, registry, signals, snapshot)
 
 
 def _available(waiting_on: Interrupt, thread_id: str, signals: SignalBox) -> bool:
@@ -181,15 +186,23 @@ def _answer(waiting_on: Interrupt, run: Run, signals: SignalBox) -> Command[Any]
 
 
 def settle(
-    graph: CompiledStateGraph[Any], run: Run, registry: RunRegistry, signals: SignalBox
+    graph: CompiledStateGraph[Any],
+    run: Run,
+    registry: RunRegistry,
+    signals: SignalBox,
+    snapshot: StateSnapshot | None = None,
 ) -> Run:
-    """Transition the run to what its graph says, consuming the signals it has used."""
-    waiting_on = pending_interrupt(graph, run.thread_id)
-    values = graph.get_state(graph_config(run.thread_id)).values
+    """Transition the run to what its graph says (``snapshot``: its latest state, read
+    again when not given), consuming the signals it has used."""
+    if snapshot is None:
+        snapshot = graph.get_state(graph_config(run.thread_id))
+    waiting_on = waiting_interrupt(snapshot)
+    values = snapshot.values
     outcome = values.get("outcome") if isinstance(values, dict) else None
-    live = _match(waiting_on, signals.pending(run.thread_id)) if waiting_on else None
+    pending = signals.pending(run.thread_id)
+    live = _match(waiting_on, pending) if waiting_on else None
     with registry.db.transaction(fence=run.lease_token) as conn:
-        for sig in signals.pending(run.thread_id):
+        for sig in pending:
             used = sig.reserved_for is not None and (
                 waiting_on is None or sig.reserved_for != waiting_on.id
             )
