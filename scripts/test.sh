@@ -12,4 +12,7 @@ if ! command -v chromium >/dev/null 2>&1; then
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
 python3 -m pip install -q -e '.[test]'
-python3 -m pytest "$@"
+# Load only the plugins the suite uses: a shared interpreter may carry others
+# (pytest-benchmark, for one, warns under xdist, and warnings are errors here).
+export PYTEST_DISABLE_PLUGIN_AUTOLOAD=1
+python3 -m pytest -p xdist.plugin -p pytest_timeout "$@"
