@@ -214,31 +214,41 @@ class Runtime:
                 f"start key {key!r} was used by run {run.thread_id} with another agent or "
                 "input; a key starts one run (choose another key)"
             )
+        if created:  # nothing has run yet: no step, no approval, no signal to read
+            return _status(run, None, None, False)
         return self.status(run.thread_id)
 
     def run(self, thread_id: str) -> RunStatus:
         """Drive a run in this process until it waits or ends (the same claim as a worker's,
         so it never runs a thread a worker holds)."""
-        current = self.registry.get(thread_id)
-        self.agent(current.agent)  # an agent this process does not know: refuse before claiming
         claimed = self.registry.claim(
-            owner=self.owner, lease_seconds=self.settings.lease_seconds, thread_id=thread_id
+            owner=self.owner,
+            lease_seconds=self.settings.lease_seconds,
+            thread_id=thread_id,
+            agents=sorted(self.agents),  # one this process does not know is left alone
         )
         if claimed is None:
+            current = self.registry.get(thread_id)  # an unknown thread id: UnknownThread
+            self.agent(current.agent)  # an agent this process does not know: BadInput
             raise TransitionNotAllowed(_not_runnable(current))
-        self.drive(claimed)
+        settled = self.drive(claimed)
+        if settled is not None and settled.state == "done":
+            # the graph ended on its goal: no next step, nothing to approve, and the
+            # approvals it left were consumed as stale
+            return _status(settled, None, None, False)
         return self.status(thread_id)
 
-    def drive(self, claimed: Run, control: RunControl | None = None) -> None:
-        """Drive a run this process has claimed. Raises :class:`LeaseLost` when another
-        process took it over (nothing more is written), :class:`DatabaseUnavailable` when
-        Postgres went away (the lease expires and the run is picked up again)."""
+    def drive(self, claimed: Run, control: RunControl | None = None) -> Run | None:
+        """Drive a run this process has claimed; return it as settled on its graph's outcome
+        (``None`` when it was drained, or failed on an error). Raises :class:`LeaseLost` when
+        another process took it over (nothing more is written), :class:`DatabaseUnavailable`
+        when Postgres went away (the lease expires and the run is picked up again)."""
         spec = self.agent(claimed.agent)
         graph = self.graph(claimed.agent)
         log = {"thread_id": claimed.thread_id, "lease_token": claimed.lease_token}
         with driver.heartbeat(self.registry, claimed, self.settings.lease_seconds):
             try:
-                driver.drive(
+                return driver.drive(
                     graph,
                     claimed,
                     self.registry,
@@ -264,6 +274,7 @@ class Runtime:
                     from_states=("running",),
                     lease_token=claimed.lease_token,
                 )
+        return None
 
     def fork(
         self,

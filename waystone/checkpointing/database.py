@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import logging
+import select
+import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -55,7 +58,8 @@ class Database:
             },
             open=False,
             name="waystone",
-            check=ConnectionPool.check_connection,  # a restarted server leaves dead ones
+            check=check_if_suspect,  # a restarted server leaves dead ones
+            reset=_returned,
         )
         try:
             pool.open(wait=True, timeout=15)
@@ -71,18 +75,10 @@ class Database:
         self.pool.close()
 
     @contextmanager
-    def connection(self, fence: int | None = None) -> Iterator[Conn]:
-        """A pooled connection. With ``fence`` (a lease token) everything runs in one
-        transaction whose writes Postgres rejects unless the token is the run's current one.
-        """
+    def _errors(self) -> Iterator[None]:
+        """Postgres errors as Waystone's: the database went away, or it said no."""
         try:
-            with self.pool.connection(timeout=30) as conn:
-                if fence is None:
-                    yield conn
-                else:
-                    with conn.transaction():
-                        conn.execute(FENCE_SQL, (str(fence),))
-                        yield conn
+            yield
         except psycopg.OperationalError as exc:
             raise DatabaseUnavailable(
                 f"lost the connection to Postgres at {_redact(self.url)}: {exc}"
@@ -95,6 +91,19 @@ class Database:
             raise translate(exc) from exc
 
     @contextmanager
+    def connection(self, fence: int | None = None) -> Iterator[Conn]:
+        """A pooled connection. With ``fence`` (a lease token) everything runs in one
+        transaction whose writes Postgres rejects unless the token is the run's current one.
+        """
+        with self._errors(), self.pool.connection(timeout=30) as conn:
+            if fence is None:
+                yield conn
+            else:
+                with conn.transaction():
+                    conn.execute(FENCE_SQL, (str(fence),))
+                    yield conn
+
+    @contextmanager
     def transaction(self, fence: int | None = None) -> Iterator[Conn]:
         if fence is not None:
             with self.connection(fence) as conn:
@@ -103,17 +112,37 @@ class Database:
         with self.connection() as conn, conn.transaction():
             yield conn
 
+    def batch(
+        self, statements: list[tuple[str, dict[str, Any]]], *, fence: int | None = None
+    ) -> list[list[dict[str, Any]]]:
+        """Run named statements as one transaction in one round trip: pipelined up to one
+        Sync, so Postgres runs them as one implicit transaction (with ``fence``, the lease
+        token setting is local to it; the first error rolls back all of them). Returns
+        each statement's rows."""
+        with self._errors(), self.pool.connection(timeout=30) as conn:
+            if fence is None and len(statements) == 1:
+                name, params = statements[0]
+                cur = conn.execute(sql.query(name), _jsonify(params))
+                return [cur.fetchall() if cur.description else []]
+            with conn.pipeline():
+                if fence is not None:
+                    conn.execute(FENCE_SQL, (str(fence),))
+                cursors = [
+                    conn.cursor().execute(sql.query(name), _jsonify(params))
+                    for name, params in statements
+                ]
+            return [cur.fetchall() if cur.description else [] for cur in cursors]
+
     def fetch_one(
         self, name: str, /, *, fence: int | None = None, **params: Any
     ) -> dict[str, Any] | None:
-        with self.connection(fence) as conn:
-            return conn.execute(sql.query(name), _jsonify(params)).fetchone()
+        rows = self.batch([(name, params)], fence=fence)[0]
+        return rows[0] if rows else None
 
     def fetch_all(
         self, name: str, /, *, fence: int | None = None, **params: Any
     ) -> list[dict[str, Any]]:
-        with self.connection(fence) as conn:
-            return conn.execute(sql.query(name), _jsonify(params)).fetchall()
+        return self.batch([(name, params)], fence=fence)[0]
 
     def execute(
         self, name: str, /, conn: Conn | None = None, *, fence: int | None = None, **params: Any
@@ -125,12 +154,30 @@ class Database:
             except psycopg.DatabaseError as exc:
                 raise translate(exc) from exc
             return cur.fetchall() if cur.description else []
-        with self.connection(fence) as own:
-            cur = own.execute(sql.query(name), _jsonify(params))
-            return cur.fetchall() if cur.description else []
+        return self.batch([(name, params)], fence=fence)[0]
 
 
 FENCE_SQL = "SELECT set_config('waystone.lease_token', %s, true)"
+
+IDLE_CHECK_S = 10.0
+_returned_at: weakref.WeakKeyDictionary[Conn, float] = weakref.WeakKeyDictionary()
+
+
+def _returned(conn: Conn) -> None:
+    _returned_at[conn] = time.monotonic()
+
+
+def check_if_suspect(conn: Conn) -> None:
+    """The pool's check on checkout, without a round trip for a connection that is
+    recently used and quiet: one whose server went away (a restart, a terminated backend)
+    has a readable socket (the FATAL message, or EOF), and one idle for a while may have
+    been dropped on the way (a NAT, a proxy); those get a real round trip."""
+    if conn.closed:
+        raise psycopg.OperationalError("the connection is closed")
+    idle = time.monotonic() - _returned_at.get(conn, 0.0)
+    readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    if readable or idle > IDLE_CHECK_S:
+        ConnectionPool.check_connection(conn)
 
 
 def translate(exc: psycopg.DatabaseError) -> Exception:

@@ -6,6 +6,20 @@ write (SQLSTATE WS410, :class:`~waystone.errors.LeaseLost`) when the token is no
 run's current one. Threads that are not Waystone runs are not fenced, so the saver still
 behaves as a plain LangGraph checkpointer (and passes the conformance suite).
 
+One round trip per step. LangGraph saves a step as a task's pending writes (``put_writes``)
+and then the checkpoint (``put``), each in its own transaction. For a fenced run, the writes
+of a step's one pulled task are held in memory and committed in the checkpoint's own
+transaction: one pipelined batch (fence, blobs, checkpoint, writes), one commit. Writes
+that must outlive a failed or paused step are never held: errors, interrupts and resume
+values, the results of ``Send`` tasks (parallel siblings) and of a second task of the same
+step go out at once, together with anything held for that checkpoint. So a crash between a
+node's return and its checkpoint's commit runs that node again, as LangGraph does for a
+crash inside the node; Waystone's nodes are written for that (an effect is in the ledger
+before the node returns). Threads without a lease token are saved as the stock saver does.
+
+Connections come from the pool, one per call, so a step's writes and its checkpoint never
+wait on each other behind a saver-wide lock.
+
 The async methods run the sync ones in a thread, so notebooks and async servers can use
 the same saver.
 """
@@ -14,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -21,6 +36,7 @@ from typing import Any
 import psycopg
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
@@ -40,6 +56,19 @@ BOX = "__waystone_boxed__"
 STRUCTURAL = frozenset({"source", "step", "parents", "run_id"})  # left readable: queried
 
 LEASE_KEY = "lease_token"
+PULL_TASK = "~__pregel_pull, "  # a task path's start for a node's own (pulled) task
+LATEST_KEPT = 4096  # threads whose latest checkpoint id this process remembers
+
+WriteRow = tuple[str, str, str, str, str, int, str, str, bytes]
+
+
+class _Held:
+    """Pending writes held for a checkpoint's next save, per thread."""
+
+    def __init__(self, checkpoint_id: str, lease_token: int, rows: list[WriteRow]) -> None:
+        self.checkpoint_id = checkpoint_id
+        self.lease_token = lease_token
+        self.rows = rows
 
 
 class WaystoneSaver(PostgresSaver):
@@ -58,16 +87,27 @@ class WaystoneSaver(PostgresSaver):
         self._fence = threading.local()
         self._redact = redact
         self._sealer = sealer
+        self._held_lock = threading.Lock()
+        self._held: dict[tuple[str, str], _Held] = {}
+        # (thread, ns) -> the id of the latest checkpoint this process committed; None
+        # while a save is in flight. Only writes made from it can wait for the next save.
+        self._latest: OrderedDict[tuple[str, str], str | None] = OrderedDict()
+        self._empty: set[str] = set()  # threads known to have no checkpoint (see `empty`)
 
     # -- at rest: primitives boxed into (sealed) blobs, metadata sealed, then undone ------
 
     def _protect(
-        self, checkpoint: Checkpoint, metadata: CheckpointMetadata
+        self, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions
     ) -> tuple[Checkpoint, CheckpointMetadata]:
         values = checkpoint["channel_values"]
         if self._redact is not None:
-            values = self._redact(values)
-            metadata = self._redact(metadata)
+            # What this save writes: the channels that changed (as blobs) and the primitives
+            # (inline); an unchanged blob is not written again, so it is not scanned again.
+            redact = self._redact
+            values = {
+                k: redact(v) if k in new_versions or _inline(v) else v for k, v in values.items()
+            }
+            metadata = redact(metadata)
         if self._sealer is not None:
             # LangGraph keeps str/int/float/bool values inline in the checkpoint's JSONB;
             # boxed, they travel as blobs through the sealed serializer instead
@@ -92,7 +132,41 @@ class WaystoneSaver(PostgresSaver):
         return found
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        configurable = config.get("configurable") or {}
+        if configurable.get("thread_id") in self._empty and not configurable.get("checkpoint_id"):
+            return None  # a new run's first read: nothing to read back
+        self._flush_before_read(config)
         return self._reveal(super().get_tuple(config))
+
+    @contextmanager
+    def empty(self, thread_id: str) -> Iterator[None]:
+        """Inside, reads of ``thread_id``'s latest checkpoint find none without asking
+        Postgres: for a run whose claim saw no checkpoint (its lease keeps everyone else
+        from writing one) until this process writes the first."""
+        self._empty.add(thread_id)
+        try:
+            yield
+        finally:
+            self._empty.discard(thread_id)
+
+    def _flush_before_read(self, config: RunnableConfig | None) -> None:
+        """A reader in this process sees the writes held for the thread's next save."""
+        if not self._held or config is None:
+            return
+        thread_id = (config.get("configurable") or {}).get("thread_id")
+        with self._held_lock:
+            found = [self._held.pop(w) for w in list(self._held) if w[0] == thread_id]
+        for held in found:
+            self._write_held(held)
+
+    def _write_held(self, held: _Held) -> None:
+        with self.fenced(held.lease_token):
+            self._fence.held = held.rows
+            try:
+                with self._cursor(pipeline=True):
+                    pass
+            except psycopg.DatabaseError as exc:
+                raise translate(exc) from exc
 
     def list(
         self,
@@ -102,6 +176,7 @@ class WaystoneSaver(PostgresSaver):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
+        self._flush_before_read(config)
         for found in super().list(config, filter=filter, before=before, limit=limit):
             revealed = self._reveal(found)
             assert revealed is not None
@@ -121,16 +196,25 @@ class WaystoneSaver(PostgresSaver):
     @contextmanager
     def _cursor(self, *, pipeline: bool = False) -> Iterator[Cursor[DictRow]]:
         token = getattr(self._fence, "token", None)
-        if token is None:
-            with super()._cursor(pipeline=pipeline) as cur:
-                yield cur
-            return
-        # One transaction: the fence setting, then the saver's statements.
-        with self.lock, self._pool.connection() as conn, conn.transaction():
-            with conn.cursor(binary=True) as setter:
-                setter.execute(FENCE_SQL, (str(token),))
-            with conn.cursor(binary=True, row_factory=dict_row) as cur:
-                yield cur
+        held: list[WriteRow] = getattr(self._fence, "held", None) or []
+        self._fence.held = None
+        with self._pool.connection() as conn:
+            if token is None and not pipeline and not held:
+                with conn.cursor(binary=True, row_factory=dict_row) as cur:
+                    yield cur
+                return
+            # One round trip: the fence setting, the saver's statements, then the writes
+            # held for this save, pipelined up to one Sync, so Postgres runs them as one
+            # implicit transaction (the setting is local to it; the first error rolls back
+            # all of them).
+            with conn.pipeline():
+                if token is not None:
+                    with conn.cursor(binary=True) as setter:
+                        setter.execute(FENCE_SQL, (str(token),))
+                with conn.cursor(binary=True, row_factory=dict_row) as cur:
+                    yield cur
+                    if held:
+                        cur.executemany(self.INSERT_CHECKPOINT_WRITES_SQL, held)
 
     def put(
         self,
@@ -139,9 +223,21 @@ class WaystoneSaver(PostgresSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        checkpoint, metadata = self._protect(checkpoint, metadata)
+        checkpoint, metadata = self._protect(checkpoint, metadata, new_versions)
+        where = _where(config)
+        self._empty.discard(where[0])
+        with self._held_lock:
+            held = self._held.pop(where, None)
+            self._latest[where] = None  # writes arriving meanwhile go out on their own
         with self._fenced(config):
-            return super().put(config, checkpoint, metadata, new_versions)
+            self._fence.held = held.rows if held else None
+            saved = super().put(config, checkpoint, metadata, new_versions)
+        with self._held_lock:
+            self._latest[where] = checkpoint["id"]
+            self._latest.move_to_end(where)
+            while len(self._latest) > LATEST_KEPT:
+                self._latest.popitem(last=False)
+        return saved
 
     def put_writes(
         self,
@@ -152,8 +248,34 @@ class WaystoneSaver(PostgresSaver):
     ) -> None:
         if self._redact is not None:
             writes = [(channel, self._redact_value(value)) for channel, value in writes]
+        configurable = config["configurable"]
+        where = _where(config)
+        checkpoint_id = str(configurable["checkpoint_id"])
+        if self._may_hold(configurable, writes, task_path):
+            rows = self._dump_writes(*where, checkpoint_id, task_id, task_path, writes)
+            with self._held_lock:
+                if self._latest.get(where) == checkpoint_id and where not in self._held:
+                    self._held[where] = _Held(checkpoint_id, int(configurable[LEASE_KEY]), rows)
+                    return
+        with self._held_lock:
+            held = self._held.pop(where, None)  # a sibling's writes: out together, now
         with self._fenced(config):
+            self._fence.held = held.rows if held else None
             super().put_writes(config, writes, task_id, task_path)
+
+    @staticmethod
+    def _may_hold(
+        configurable: dict[str, Any], writes: Sequence[tuple[str, Any]], task_path: str
+    ) -> bool:
+        return (
+            configurable.get(LEASE_KEY) is not None
+            and task_path.startswith(PULL_TASK)
+            and not any(channel in WRITES_IDX_MAP for channel, _ in writes)
+        )
+
+    def flush(self, thread_id: str) -> None:
+        """Commit the writes held for ``thread_id`` (normally its next save does)."""
+        self._flush_before_read({"configurable": {"thread_id": thread_id}})
 
     def _redact_value(self, value: Any) -> Any:
         assert self._redact is not None
@@ -185,7 +307,7 @@ class WaystoneSaver(PostgresSaver):
     def _transaction(self) -> Iterator[psycopg.Connection[DictRow]]:
         token = getattr(self._fence, "token", None)
         try:
-            with self.lock, self._pool.connection() as conn, conn.transaction():
+            with self._pool.connection() as conn, conn.transaction():
                 if token is not None:
                     conn.execute(FENCE_SQL, (str(token),))
                 yield conn
@@ -259,6 +381,16 @@ class WaystoneSaver(PostgresSaver):
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
+
+
+def _inline(value: Any) -> bool:
+    """LangGraph keeps these in the checkpoint row itself, rewritten on every save."""
+    return value is None or isinstance(value, str | int | float | bool)
+
+
+def _where(config: RunnableConfig) -> tuple[str, str]:
+    configurable = config["configurable"]
+    return str(configurable["thread_id"]), str(configurable.get("checkpoint_ns", ""))
 
 
 def make_saver(

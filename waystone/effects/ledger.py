@@ -11,6 +11,16 @@ from waystone.checkpointing.database import Database
 
 
 @dataclass(frozen=True)
+class Note:
+    """An event for the run's history, written in the same transaction as a ledger change."""
+
+    thread_id: str
+    kind: str
+    reason: str
+    evidence: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class Effect:
     key: str
     thread_id: str
@@ -61,6 +71,30 @@ class Ledger:
         row = self.db.fetch_one("effect_age", key=key)
         return float(row["age"]) if row else 0.0
 
+    def open_intent(
+        self,
+        *,
+        key: str,
+        thread_id: str,
+        ordinal: int,
+        tool: str,
+        args: dict[str, Any],
+        fence: int | None = None,
+    ) -> tuple[Effect, bool]:
+        """The effect for ``key``: a new intent, committed (and ``True``), or the row the
+        ledger already holds (and ``False``), which this call leaves as it is."""
+        row = self.db.fetch_one(
+            "open_intent",
+            fence=fence,
+            key=key,
+            thread_id=thread_id,
+            ordinal=ordinal,
+            tool=tool,
+            args=self.redact(args),
+        )
+        assert row is not None
+        return self._effect(row), bool(row["fresh"])
+
     def record_intent(
         self,
         *,
@@ -93,16 +127,30 @@ class Ledger:
         confirmation: dict[str, Any] | None = None,
         error: str | None = None,
         fence: int | None = None,
+        note: Note | None = None,
     ) -> Effect:
-        row = self.db.fetch_one(
-            "update_effect",
-            fence=fence,
-            key=key,
-            status=status,
-            receipt=self.redact(receipt),
-            confirmation=self.redact(confirmation),
-            error=self.redact(error),
-        )
-        if row is None:
+        """Change an effect; with ``note``, its event goes in the same transaction (one
+        round trip), so the history says what the ledger says."""
+        params: dict[str, Any] = {
+            "key": key,
+            "status": status,
+            "receipt": self.redact(receipt),
+            "confirmation": self.redact(confirmation),
+            "error": self.redact(error),
+        }
+        if note is None:
+            rows = self.db.fetch_all("update_effect", fence=fence, **params)
+        else:
+            rows = self.db.fetch_all(
+                "update_effect_noted",
+                fence=fence,
+                **params,
+                thread_id=note.thread_id,
+                kind=note.kind,
+                reason=self.redact(note.reason),
+                evidence=self.redact(note.evidence),
+                lease_token=fence,
+            )
+        if not rows:
             raise KeyError(f"no effect with key {key!r} in the ledger")
-        return self._effect(row)
+        return self._effect(rows[0])

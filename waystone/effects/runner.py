@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from waystone.crash import crash_point
-from waystone.effects.ledger import Effect, Ledger
+from waystone.effects.ledger import Effect, Ledger, Note
 from waystone.effects.reconcile import Step, after_lookup, next_step
 from waystone.effects.tools import Tool
 from waystone.errors import LeaseLost, PermanentError, TransientError, UnknownOutcome
@@ -47,21 +47,39 @@ class EffectRunner:
 
     def perform(self, thread_id: str, action: dict[str, Any], tool: Tool) -> EffectResult:
         key = action["key"]
-        row = self.ledger.get(key)
-        if row is not None and row.thread_id != thread_id and row.status != "confirmed":
+        row, fresh = self.ledger.open_intent(
+            key=key,
+            thread_id=thread_id,
+            ordinal=action["ordinal"],
+            tool=tool.name,
+            args=action["args"],
+            fence=self.fence,
+        )
+        if fresh:  # the intent of the first attempt is committed: call the provider
+            step, after, result = self._apply(thread_id, action, tool, recorded=row)
+            if result is not None:
+                return result
+            return self._continue(thread_id, action, tool, step, after)
+        if row.thread_id != thread_id and row.status != "confirmed":
             reason = (
                 f"{tool.name} (key {key}) was started by run {row.thread_id}, this run's "
                 f"origin, and is {row.status} there: finish that run first"
             )
             self.event("needs-human", reason, {"key": key, "owner_run": row.thread_id})
             return EffectResult("needs-human", reason=reason)
-        step = self._step(row.status if row else None, tool)
-        if row is not None:
-            self.event(
-                "effect-resume",
-                f"ledger says {row.status}: {step.value}",
-                {"key": key, "tool": tool.name, "attempts": row.attempts},
-            )
+        step = self._step(row.status, tool)
+        self.event(
+            "effect-resume",
+            f"ledger says {row.status}: {step.value}",
+            {"key": key, "tool": tool.name, "attempts": row.attempts},
+        )
+        return self._continue(thread_id, action, tool, step, row)
+
+    def _continue(
+        self, thread_id: str, action: dict[str, Any], tool: Tool, step: Step, row: Effect | None
+    ) -> EffectResult:
+        """Follow the reconciliation table from ``step`` until the effect has a result."""
+        key = action["key"]
         while True:
             if step is Step.REUSE:
                 assert row is not None
@@ -74,7 +92,7 @@ class EffectRunner:
             if step is Step.NEEDS_HUMAN:
                 return self._needs_human(key, tool)
             if step is Step.LOOKUP:
-                looked, row = self._lookup(key, action["args"], tool, row)
+                looked, row = self._lookup(thread_id, key, action["args"], tool, row)
                 if isinstance(looked, EffectResult):
                     return looked
                 step = looked
@@ -100,7 +118,7 @@ class EffectRunner:
         return EffectResult("needs-human", reason=reason)
 
     def _lookup(
-        self, key: str, args: dict[str, Any], tool: Tool, row: Effect | None
+        self, thread_id: str, key: str, args: dict[str, Any], tool: Tool, row: Effect | None
     ) -> tuple[Step | EffectResult, Effect | None]:
         """Ask the provider by key. Absence is trusted only once an in-flight call of a
         tool without deduplication can no longer land (``settle_s``). Returns the next
@@ -130,11 +148,17 @@ class EffectRunner:
                 self.sleep(tool.settle_s - age)
                 found = self._lookup_once(key, args, tool)
         if isinstance(found, dict):
-            row = self.ledger.update(key, "applied", receipt=found, fence=self.fence)
-            self.event(
-                "reconciled",
-                "lookup found the effect: recorded as applied",
-                {"key": key, "receipt": found},
+            row = self.ledger.update(
+                key,
+                "applied",
+                receipt=found,
+                fence=self.fence,
+                note=Note(
+                    thread_id,
+                    "reconciled",
+                    "lookup found the effect: recorded as applied",
+                    {"key": key, "receipt": found},
+                ),
             )
             return after_lookup(True), row
         self.event(
@@ -155,10 +179,16 @@ class EffectRunner:
         return _UNREACHABLE
 
     def _apply(
-        self, thread_id: str, action: dict[str, Any], tool: Tool
+        self,
+        thread_id: str,
+        action: dict[str, Any],
+        tool: Tool,
+        recorded: Effect | None = None,
     ) -> tuple[Step, Effect | None, EffectResult | None]:
+        """One attempt: commit the intent (or count one more; ``recorded``: the first
+        one, just committed), then call the provider and record what it said."""
         key, args = action["key"], action["args"]
-        row = self.ledger.record_intent(
+        row = recorded or self.ledger.record_intent(
             key=key,
             thread_id=thread_id,
             ordinal=action["ordinal"],
@@ -173,6 +203,7 @@ class EffectRunner:
             )
             self.event("retries-exhausted", reason, {"key": key, "attempts": row.attempts - 1})
             return Step.NEEDS_HUMAN, row, EffectResult("needs-human", reason=reason)
+        attempt = row.attempts  # the ledger changes below leave the count as it is
         crash_point("execute:after-intent", tool.name)
         if not self.lease_ok():  # frozen past the lease: another worker may own the run now
             raise LeaseLost(f"the lease on {thread_id} may have expired; not calling {tool.name}")
@@ -180,35 +211,64 @@ class EffectRunner:
         try:
             receipt = tool.apply(self.reveal(args), key, tool.timeout_s)
         except TransientError as exc:
-            row = self.ledger.update(key, "intent", error=str(exc), fence=self.fence)
-            self.event("retry", f"transient: {exc}", {"key": key, "attempt": row.attempts})
+            row = self.ledger.update(
+                key,
+                "intent",
+                error=str(exc),
+                fence=self.fence,
+                note=Note(
+                    thread_id, "retry", f"transient: {exc}", {"key": key, "attempt": attempt}
+                ),
+            )
             crash_point("execute:after-transient", tool.name)
             self.sleep(tool.retry.delay(row.attempts, self.rand()))
             return Step.APPLY, row, None
         except PermanentError as exc:
-            self.ledger.update(key, "failed", error=str(exc), fence=self.fence)
-            self.event("effect-failed", f"permanent: {exc}", {"key": key, "attempt": row.attempts})
+            self.ledger.update(
+                key,
+                "failed",
+                error=str(exc),
+                fence=self.fence,
+                note=Note(
+                    thread_id,
+                    "effect-failed",
+                    f"permanent: {exc}",
+                    {"key": key, "attempt": attempt},
+                ),
+            )
             return Step.FAILED, row, EffectResult("failed", reason=str(exc))
         except UnknownOutcome as exc:
-            row = self.ledger.update(key, "unknown", error=str(exc), fence=self.fence)
             elapsed = time.monotonic() - started
-            self.event(
-                "unknown-outcome",
-                str(exc),
-                {
-                    "key": key,
-                    "attempt": row.attempts,
-                    "elapsed_s": round(elapsed, 3),
-                    "timeout_s": tool.timeout_s,
-                },
+            row = self.ledger.update(
+                key,
+                "unknown",
+                error=str(exc),
+                fence=self.fence,
+                note=Note(
+                    thread_id,
+                    "unknown-outcome",
+                    str(exc),
+                    {
+                        "key": key,
+                        "attempt": attempt,
+                        "elapsed_s": round(elapsed, 3),
+                        "timeout_s": tool.timeout_s,
+                    },
+                ),
             )
             return self._step("unknown", tool), row, None
         crash_point("execute:after-apply", tool.name)
-        row = self.ledger.update(key, "applied", receipt=receipt, fence=self.fence)
-        self.event(
-            "effect-applied",
-            f"{tool.name} applied",
-            {"key": key, "receipt": receipt, "attempt": row.attempts},
+        row = self.ledger.update(
+            key,
+            "applied",
+            receipt=receipt,
+            fence=self.fence,
+            note=Note(
+                thread_id,
+                "effect-applied",
+                f"{tool.name} applied",
+                {"key": key, "receipt": receipt, "attempt": attempt},
+            ),
         )
         crash_point("execute:after-receipt", tool.name)
         return Step.CONFIRM, row, EffectResult("applied", row.receipt)  # the redacted copy

@@ -15,6 +15,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from waystone.crash import crash_point
+from waystone.effects.ledger import Note
 from waystone.effects.tools import Tool
 from waystone.errors import PermanentError, TransientError, UnknownOutcome
 from waystone.graph.ports import Ports, RunScope
@@ -63,10 +64,18 @@ def make_confirm(ports: Ports) -> Any:
                 scope.event("confirm-failed", reason, {"key": action["key"]})
                 return {"outcome": {"state": "needs-human", "reason": reason, "at": "confirm"}}
             row = ports.ledger.update(
-                action["key"], "confirmed", confirmation=confirmation, fence=scope.fence
+                action["key"],
+                "confirmed",
+                confirmation=confirmation,
+                fence=scope.fence,
+                note=Note(
+                    scope.thread_id,
+                    "effect-confirmed",
+                    f"{tool.name} read back",
+                    {"key": action["key"]},
+                ),
             )
             confirmation = row.confirmation  # the redacted copy: the state holds no PII
-            scope.event("effect-confirmed", f"{tool.name} read back", {"key": action["key"]})
             crash_point("confirm:after-record", tool.name)
         if tool.await_signal is not None:
             answer = wait_for_signal(tool.await_signal)

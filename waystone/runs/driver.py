@@ -12,7 +12,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -29,6 +30,7 @@ from waystone.runs.signals import Signal, SignalBox
 logger = logging.getLogger(__name__)
 
 APPROVAL = "approval"
+INTERRUPT = "__interrupt__"  # where invoke's output lists the interrupts it stopped on
 
 
 def graph_config(
@@ -47,7 +49,7 @@ def graph_config(
     return {"configurable": configurable, "recursion_limit": recursion_limit}
 
 
-def waiting_interrupt(snapshot: StateSnapshot) -> Interrupt | None:
+def waiting_interrupt(snapshot: StateSnapshot | Reached) -> Interrupt | None:
     """The interrupt a state snapshot waits on (an approval or a signal), or ``None``."""
     for item in snapshot.interrupts:
         if isinstance(item.value, dict) and item.value.get("kind") in (APPROVAL, "signal"):
@@ -135,23 +137,63 @@ def drive(
         run.thread_id, recursion_limit, run.lease_token, run.key_namespace or run.thread_id
     )
     payload: Any = None
-    snapshot = graph.get_state(config)
-    if not snapshot.values:
+    snapshot: StateSnapshot | Reached | None = None
+    if run.started is False:  # the claim saw no checkpoint: nothing to read back
         payload = initial_state(run.goal, run.input)
+    else:
+        snapshot = graph.get_state(config)
+        if not snapshot.values:
+            payload = initial_state(run.goal, run.input)
     while True:
-        waiting_on = waiting_interrupt(snapshot)
+        waiting_on = waiting_interrupt(snapshot) if snapshot is not None else None
         if payload is None and waiting_on is not None:
             payload = _answer(waiting_on, run, signals)
             if payload is None:
                 break  # still waiting: nothing arrived and the wait has not timed out
-        graph.invoke(payload, config, durability="sync", control=control)
+        try:
+            with _known_empty(graph, run.thread_id, snapshot is None):
+                out = graph.invoke(payload, config, durability="sync", control=control)
+        finally:
+            _flush(graph, run.thread_id)
         crash_point("run:after-checkpoint")
         payload = None
-        snapshot = graph.get_state(config)
+        snapshot = _reached(out) or graph.get_state(config)
         waiting_on = waiting_interrupt(snapshot)
         if waiting_on is None or not _available(waiting_on, run.thread_id, signals):
             break  # ended, or waits for something that has not arrived yet
     return settle(graph, run, registry, signals, snapshot)
+
+
+@dataclass(frozen=True)
+class Reached:
+    """Where an invoke left the graph, as its output says: the values of its last
+    checkpoint and the interrupts it stopped on (what reading the state back would say)."""
+
+    values: dict[str, Any]
+    interrupts: tuple[Interrupt, ...]
+
+
+def _reached(out: Any) -> Reached | None:
+    if not isinstance(out, dict):
+        return None  # not the values of a state graph: read the state back instead
+    interrupts = tuple(i for i in out.get(INTERRUPT, ()) if isinstance(i, Interrupt))
+    return Reached({k: v for k, v in out.items() if k != INTERRUPT}, interrupts)
+
+
+def _known_empty(
+    graph: CompiledStateGraph[Any], thread_id: str, empty: bool
+) -> AbstractContextManager[None]:
+    """A run whose claim saw no checkpoint starts without reading one back."""
+    known = getattr(graph.checkpointer, "empty", None)
+    return known(thread_id) if empty and known is not None else nullcontext()
+
+
+def _flush(graph: CompiledStateGraph[Any], thread_id: str) -> None:
+    """Writes the saver still holds for the next save (none, when the graph ended on a
+    save, an interrupt or an error) are committed before the run is settled."""
+    flush = getattr(graph.checkpointer, "flush", None)
+    if flush is not None:
+        flush(thread_id)
 
 
 def _available(waiting_on: Interrupt, thread_id: str, signals: SignalBox) -> bool:
@@ -190,7 +232,7 @@ def settle(
     run: Run,
     registry: RunRegistry,
     signals: SignalBox,
-    snapshot: StateSnapshot | None = None,
+    snapshot: StateSnapshot | Reached | None = None,
 ) -> Run:
     """Transition the run to what its graph says (``snapshot``: its latest state, read
     again when not given), consuming the signals it has used."""
@@ -201,14 +243,16 @@ def settle(
     outcome = values.get("outcome") if isinstance(values, dict) else None
     pending = signals.pending(run.thread_id)
     live = _match(waiting_on, pending) if waiting_on else None
-    with registry.db.transaction(fence=run.lease_token) as conn:
-        for sig in pending:
-            used = sig.reserved_for is not None and (
-                waiting_on is None or sig.reserved_for != waiting_on.id
-            )
-            stale = sig.name == APPROVAL and (live is None or sig.id != live.id)
-            if used or stale:
-                signals.consume(sig.id, conn=conn)
+    spent = [
+        sig
+        for sig in pending
+        if (
+            sig.reserved_for is not None
+            and (waiting_on is None or sig.reserved_for != waiting_on.id)
+        )
+        or (sig.name == APPROVAL and (live is None or sig.id != live.id))
+    ]
+    with _spending(registry, run, spent, signals) as conn:
         if waiting_on is not None:
             return _to_waiting(registry, run, waiting_on, conn)
         if not outcome:
@@ -222,6 +266,22 @@ def settle(
             lease_token=run.lease_token,
             conn=conn,
         )
+
+
+@contextmanager
+def _spending(
+    registry: RunRegistry, run: Run, spent: list[Signal], signals: SignalBox
+) -> Iterator[Any]:
+    """The transaction that consumes the signals a run has used (or that went stale) and
+    moves the run on; with none to consume, the transition is one statement on its own
+    (conditional on the lease token, so fenced all the same)."""
+    if not spent:
+        yield None
+        return
+    with registry.db.transaction(fence=run.lease_token) as conn:
+        for sig in spent:
+            signals.consume(sig.id, conn=conn)
+        yield conn
 
 
 def _to_waiting(registry: RunRegistry, run: Run, waiting_on: Interrupt, conn: Any) -> Run:

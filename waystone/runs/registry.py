@@ -44,10 +44,11 @@ class Run:
     pruned_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    started: bool | None = None  # has checkpoints (known when claimed; None: not asked)
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Run:
-        return cls(**{k: row[k] for k in cls.__dataclass_fields__})
+        return cls(**{k: row[k] for k in cls.__dataclass_fields__ if k in row})
 
 
 def _pid_namespace() -> str:
@@ -221,22 +222,25 @@ class RunRegistry:
         """Claim a runnable run: the named one, or the oldest runnable of ``agents``.
 
         A running run whose lease expired changes hands without a state change; the
-        takeover is recorded on its history. ``None`` when nothing is runnable.
+        takeover is recorded on its history. ``None`` when nothing is runnable. A named
+        run held by a local process that died is taken at once (checked only when the
+        first try finds it not runnable).
         """
+        params: dict[str, Any] = {
+            "thread_id": thread_id,
+            "agents": agents,
+            "owner": owner,
+            "lease_seconds": lease_seconds,
+            "dead_owner": None,
+            "reason": "claimed",
+        }
+        row = self.db.fetch_one("claim", **params)
         dead = None
-        if thread_id is not None:
+        if row is None and thread_id is not None:
             current = self.get(thread_id)
             if current.state == "running" and owner_is_dead(current.lease_owner):
                 dead = current.lease_owner
-        row = self.db.fetch_one(
-            "claim",
-            thread_id=thread_id,
-            agents=agents,
-            owner=owner,
-            lease_seconds=lease_seconds,
-            dead_owner=dead,
-            reason="claimed",
-        )
+                row = self.db.fetch_one("claim", **{**params, "dead_owner": dead})
         if row is None:
             return None
         run = self._run(row)

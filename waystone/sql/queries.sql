@@ -70,7 +70,8 @@ SET state = 'running',
     attempts = r.attempts + 1
 FROM candidate c
 WHERE r.thread_id = c.thread_id
-RETURNING r.*, c.prev_state, c.prev_owner;
+RETURNING r.*, c.prev_state, c.prev_owner,
+    EXISTS (SELECT 1 FROM checkpoints cp WHERE cp.thread_id = r.thread_id) AS started;
 
 -- name: release
 -- Give the lease back without a state change (a worker shutting down): the next claim
@@ -138,6 +139,20 @@ SET attempts = waystone.effects.attempts + 1, updated_at = clock_timestamp(),
                   THEN 'intent' ELSE waystone.effects.status END
 RETURNING *;
 
+-- name: open_intent
+-- The first intent for a key, committed before the first call (fresh = true); or the row
+-- already there (a resumed run, a fork), unchanged (fresh = false). One round trip.
+WITH inserted AS (
+    INSERT INTO waystone.effects (key, thread_id, ordinal, tool, args, status, attempts)
+    VALUES (%(key)s, %(thread_id)s, %(ordinal)s, %(tool)s, %(args)s, 'intent', 1)
+    ON CONFLICT (key) DO NOTHING
+    RETURNING *
+)
+SELECT *, true AS fresh FROM inserted
+UNION ALL
+SELECT *, false AS fresh FROM waystone.effects
+WHERE key = %(key)s AND NOT EXISTS (SELECT 1 FROM inserted);
+
 -- name: update_effect
 UPDATE waystone.effects
 SET status = %(status)s,
@@ -147,6 +162,25 @@ SET status = %(status)s,
     updated_at = clock_timestamp()
 WHERE key = %(key)s
 RETURNING *;
+
+-- name: update_effect_noted
+-- update_effect plus its event on the run's history, in one statement: the event is
+-- written only if the effect was.
+WITH changed AS (
+    UPDATE waystone.effects
+    SET status = %(status)s,
+        receipt = coalesce(%(receipt)s, receipt),
+        confirmation = coalesce(%(confirmation)s, confirmation),
+        error = %(error)s,
+        updated_at = clock_timestamp()
+    WHERE key = %(key)s
+    RETURNING *
+), noted AS (
+    INSERT INTO waystone.run_events (thread_id, kind, reason, evidence, actor, lease_token)
+    SELECT %(thread_id)s, %(kind)s, %(reason)s, %(evidence)s, 'waystone', %(lease_token)s
+    FROM changed
+)
+SELECT * FROM changed;
 
 -- name: reset_effects_for_requeue
 -- A person requeued the run: unfinished effects get a fresh retry budget, and a recorded

@@ -1,0 +1,95 @@
+"""One round trip per step: a fenced run's pulled-task writes are committed with the next
+checkpoint, and nothing is lost on the way (every step's writes are in Postgres at the end,
+a reader in the process sees held writes, and writes that must outlive a failed or paused
+step are never held)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from langgraph.checkpoint.base import empty_checkpoint
+
+from waystone import Runtime
+from waystone.checkpointing.saver import WaystoneSaver
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+import bench_storage  # noqa: E402
+
+
+def _saver(runtime: Runtime, agent: str) -> WaystoneSaver:
+    saver = runtime.graph(agent).checkpointer
+    assert isinstance(saver, WaystoneSaver)
+    return saver
+
+
+def test_every_step_of_a_run_keeps_its_writes(
+    runtime: Runtime, sql: psycopg.Connection[Any]
+) -> None:
+    spec = bench_storage.agent(2)
+    runtime.register(spec)
+    thread_id = runtime.start(spec.name, {}).thread_id
+    assert runtime.run(thread_id).state == "done"
+
+    rows = sql.execute(
+        "SELECT c.checkpoint_id, count(w.*) AS writes FROM checkpoints c "
+        "LEFT JOIN checkpoint_writes w USING (thread_id, checkpoint_ns, checkpoint_id) "
+        "WHERE c.thread_id = %s GROUP BY c.checkpoint_id ORDER BY c.checkpoint_id",
+        (thread_id,),
+    ).fetchall()
+    # every checkpoint but the last had a task run from it, whose writes are stored
+    assert len(rows) > 10
+    assert all(writes > 0 for _, writes in rows[:-1]), rows
+    assert rows[-1][1] == 0
+    assert not _saver(runtime, spec.name)._held  # nothing left in memory
+    history = list(runtime.graph(spec.name).get_state_history(runtime.config(thread_id)))
+    assert [h.metadata["step"] for h in history if h.metadata] == list(
+        range(len(history) - 2, -2, -1)
+    )
+
+
+def test_held_writes_are_seen_by_a_reader_and_then_stored(
+    runtime: Runtime, sql: psycopg.Connection[Any]
+) -> None:
+    spec = bench_storage.agent(1)
+    runtime.register(spec)
+    thread_id = runtime.start(spec.name, {}).thread_id
+    run = runtime.registry.claim(owner="test", lease_seconds=30, thread_id=thread_id)
+    assert run is not None
+    saver = _saver(runtime, spec.name)
+    fenced: Any = {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": "",
+            "lease_token": run.lease_token,
+        }
+    }
+    checkpoint = empty_checkpoint()
+    saved = saver.put(fenced, checkpoint, {"source": "input", "step": -1, "parents": {}}, {})
+    config: Any = {"configurable": {**saved["configurable"], "lease_token": run.lease_token}}
+    saver.put_writes(config, [("evidence", [{"step": "x"}])], "task-x", "~__pregel_pull, x")
+    assert saver._held  # held for the next save
+    stored = "SELECT count(*) FROM checkpoint_writes WHERE thread_id = %s AND task_id = 'task-x'"
+    assert sql.execute(stored, (thread_id,)).fetchone() == (0,)
+
+    seen = saver.get_tuple(config)  # a reader flushes first
+    assert seen is not None
+    assert [task for task, _, _ in seen.pending_writes or []] == ["task-x"]
+    assert sql.execute(stored, (thread_id,)).fetchone() == (1,)
+    assert not saver._held
+
+
+def test_errors_interrupts_and_sends_are_never_held(runtime: Runtime) -> None:
+    spec = bench_storage.agent(1)
+    runtime.register(spec)
+    saver = _saver(runtime, spec.name)
+    fenced = {"lease_token": 1}
+    pull = "~__pregel_pull, propose"
+    assert saver._may_hold(fenced, [("evidence", [])], pull)
+    assert not saver._may_hold({}, [("evidence", [])], pull)  # not a Waystone run
+    assert not saver._may_hold(fenced, [("__error__", "boom")], pull)
+    assert not saver._may_hold(fenced, [("__interrupt__", [])], pull)
+    assert not saver._may_hold(fenced, [("__resume__", "yes")], pull)
+    assert not saver._may_hold(fenced, [("checks", [])], "~__pregel_push, 0000000000")
