@@ -4,9 +4,15 @@ Per step (median and p95 over repeated runs of the same 5-step work):
   raw        one INSERT + commit per step
   langgraph  a 5-node StateGraph with the stock PostgresSaver, durability="sync"
   waystone   Waystone's full runtime (ledger, fencing, run registry, events, redaction):
-             one action through propose -> authorize -> execute -> confirm -> check -> verify
-             with a tool that does nothing; a step is one checkpointed node step
-  dbos       a 5-step DBOS Transact workflow (optional: `pip install dbos`; skipped if absent)
+             start a run and drive it to done: one action through propose -> authorize ->
+             execute -> confirm -> check -> verify with a tool that does nothing
+  waystone_marginal  what one more action adds per node step (a 5-action run less a
+             1-action run, over the node steps between them): a step once the costs of a
+             run (start, claim, settle) are paid
+A step is one checkpointed node step, counted alike for both graphs (checkpoints less the
+input one and the one after __start__): 5 for the stock graph, 6 for Waystone's.
+  dbos       a 5-step DBOS Transact workflow (optional: `pip install -e '.[bench]'`;
+             skipped with a message when absent)
 Then: runs per second with 1, 2 and 4 worker processes; bytes stored per action at 10 and
 200 actions; time from a killed worker's lease expiry to the run's next step; time from
 `approve` to the next step with an idle worker.
@@ -78,6 +84,17 @@ def bench_raw(url: str, repeats: int) -> list[float]:
         return timed(run, repeats)
 
 
+def node_steps(conn: psycopg.Connection[Any], thread_id: str) -> int:
+    """Node steps of a finished run, counted alike for every graph: its checkpoints less
+    the input one and the one after ``__start__`` (stock: 7 checkpoints, 5 node steps)."""
+    row = conn.execute(
+        "SELECT count(*) - 2 AS n FROM checkpoints WHERE thread_id = %s", (thread_id,)
+    ).fetchone()
+    assert row is not None
+    n = row["n"] if isinstance(row, dict) else row[0]
+    return int(n)
+
+
 class S(TypedDict):
     n: int
 
@@ -100,6 +117,10 @@ def bench_langgraph(url: str, repeats: int) -> list[float]:
             app.invoke({"n": 0}, config, durability="sync")  # type: ignore[arg-type]
             return STEPS
 
+        with psycopg.connect(url) as conn:  # the same count as Waystone's
+            thread_id = uuid.uuid4().hex
+            app.invoke({"n": 0}, {"configurable": {"thread_id": thread_id}}, durability="sync")
+            assert node_steps(conn, thread_id) == STEPS
         return timed(run, repeats)
 
 
@@ -111,19 +132,41 @@ def bench_waystone(rt: Runtime, repeats: int) -> list[float]:
         thread_id = rt.start(spec.name, {}).thread_id
         assert rt.run(thread_id).state == "done"
         with rt.db.connection() as conn:
-            row = conn.execute(
-                "SELECT count(*) - 1 AS n FROM checkpoints WHERE thread_id = %s", (thread_id,)
-            ).fetchone()
-        return int(row["n"]) if row else 1
+            return node_steps(conn, thread_id)
 
     return timed(run, repeats)
+
+
+def bench_waystone_marginal(rt: Runtime, repeats: int, actions: int = 5) -> list[float]:
+    """Seconds per node step that an action adds to a run: (a run of ``actions`` actions
+    less a run of one) / (the node steps between them). What a step costs once the costs
+    of a run (start, claim, settle) are paid."""
+    one, many = bench_storage.agent(1), bench_storage.agent(actions)
+    rt.register(one)
+    rt.register(many)
+
+    def drive(spec: Any) -> tuple[float, int]:
+        start = time.perf_counter()
+        thread_id = rt.start(spec.name, {}).thread_id
+        assert rt.run(thread_id).state == "done"
+        elapsed = time.perf_counter() - start
+        with rt.db.connection() as conn:
+            return elapsed, node_steps(conn, thread_id)
+
+    drive(one)
+    drive(many)  # warm up
+    out = []
+    for _ in range(repeats):
+        (t1, s1), (tn, sn) = drive(one), drive(many)
+        out.append((tn - t1) / (sn - s1))
+    return out
 
 
 def bench_dbos(url: str, repeats: int) -> list[float] | str:
     try:
         from dbos import DBOS, DBOSConfig  # type: ignore[import-not-found]
     except ImportError:
-        return "skipped: dbos is not installed (pip install dbos)"
+        return "skipped: dbos is not installed (pip install -e '.[bench]')"
     config: Any = DBOSConfig(name="waystone-bench", system_database_url=url)
     DBOS(config=config)
 
@@ -246,6 +289,7 @@ def main() -> int:
     }
     with Runtime(Settings(database_url=url)) as rt:
         per_step["waystone"] = stats(bench_waystone(rt, repeats))
+        per_step["waystone_marginal"] = stats(bench_waystone_marginal(rt, max(5, repeats // 3)))
     dbos = bench_dbos(url, repeats)
     per_step["dbos"] = dbos if isinstance(dbos, str) else stats(dbos)
     base = per_step["langgraph"]["median_ms"]
@@ -253,10 +297,10 @@ def main() -> int:
         if isinstance(value, dict):
             value["ratio_to_langgraph"] = round(value["median_ms"] / base, 3)
     report["per_step"] = per_step
-    runs = 20 if args.quick else 100
+    runs = 80 if args.quick else 200
     report["throughput_runs_per_s"] = {str(w): throughput(url, w, runs) for w in (1, 2, 4)}
     os.environ["WAYSTONE_DATABASE_URL"] = url
-    sizes = [bench_storage.measure(n) for n in ((10, 50) if args.quick else (10, 200))]
+    sizes = [bench_storage.measure(n) for n in (10, 200)]
     report["storage_bytes_per_action"] = {str(s["actions"]): s["bytes_per_action"] for s in sizes}
     report["lease_expiry_to_next_step_s"] = takeover_latency(url)
     wake = bench_wake.measure(samples=5 if args.quick else 20)

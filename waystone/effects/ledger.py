@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from waystone.checkpointing.database import Database
+
+WRITTEN_KEPT = 1024  # effects remembered as this process wrote them
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,25 @@ class Ledger:
         self.db = db
         self.redact = redact
         self.reveal = reveal
+        # effects this process last wrote, by key, with the lease token it wrote under
+        self._written: OrderedDict[str, tuple[int, Effect]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _wrote(self, effect: Effect, fence: int | None) -> Effect:
+        if fence is not None:
+            with self._lock:
+                self._written[effect.key] = (fence, effect)
+                self._written.move_to_end(effect.key)
+                while len(self._written) > WRITTEN_KEPT:
+                    self._written.popitem(last=False)
+        return effect
+
+    def written(self, key: str, fence: int | None) -> Effect | None:
+        """The effect as this process last wrote it under lease ``fence`` (no read), or
+        ``None``. Under the lease no other process writes this run's effects."""
+        with self._lock:
+            found = self._written.get(key)
+        return found[1] if found is not None and fence is not None and found[0] == fence else None
 
     def _effect(self, row: dict[str, Any]) -> Effect:
         opened = {**row}
@@ -93,7 +116,7 @@ class Ledger:
             args=self.redact(args),
         )
         assert row is not None
-        return self._effect(row), bool(row["fresh"])
+        return self._wrote(self._effect(row), fence), bool(row["fresh"])
 
     def record_intent(
         self,
@@ -116,7 +139,7 @@ class Ledger:
             args=self.redact(args),
         )
         assert row is not None
-        return self._effect(row)
+        return self._wrote(self._effect(row), fence)
 
     def update(
         self,
@@ -153,4 +176,4 @@ class Ledger:
             )
         if not rows:
             raise KeyError(f"no effect with key {key!r} in the ledger")
-        return self._effect(rows[0])
+        return self._wrote(self._effect(rows[0]), fence)

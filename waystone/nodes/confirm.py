@@ -48,7 +48,9 @@ def make_confirm(ports: Ports) -> Any:
         assert tool is not None
         confirmation = state.get("confirmation")
         if confirmation is None:
-            row = ports.ledger.get(action["key"])
+            row = ports.ledger.written(action["key"], scope.fence) or ports.ledger.get(
+                action["key"]
+            )  # what execute just wrote, if it ran in this process under this lease
             if row is not None and row.status == "confirmed" and row.confirmation:
                 confirmation = row.confirmation
         if confirmation is None:

@@ -26,6 +26,8 @@ from waystone.privacy.pii import DEFAULT_PATTERNS, Detector
 
 TOKEN = re.compile(r"<pii:([a-z_]+):([a-p]{20})>")
 _LETTERS = str.maketrans("0123456789abcdef", "abcdefghijklmnop")
+CLEAN_TEXT_MAX = 4096  # longer strings are scanned every time
+CLEAN_KEPT = 65536  # clean strings remembered, at most
 
 
 class Vault:
@@ -35,6 +37,7 @@ class Vault:
         self._mac_key = hashlib.sha256(b"waystone-vault-mac" + key).digest()
         self.detector = detector or Detector()
         self._stored: set[str] = set()
+        self._clean: set[str] = set()  # strings found free of personal data (bounded)
         self._lock = threading.Lock()
 
     def check_key(self) -> None:
@@ -80,7 +83,16 @@ class Vault:
         return token
 
     def redact_text(self, text: str) -> str:
-        return self.detector.replace(text, self._store)
+        # A run's state repeats its strings on every save (keys, tools, evidence): a
+        # string already scanned clean is not scanned again.
+        if text in self._clean:
+            return text
+        out = self.detector.replace(text, self._store)
+        if out == text and len(text) <= CLEAN_TEXT_MAX:
+            if len(self._clean) >= CLEAN_KEPT:
+                self._clean.clear()
+            self._clean.add(text)
+        return out
 
     def redact(self, value: Any) -> Any:
         """``value`` with personal data replaced by tokens, in every string it contains

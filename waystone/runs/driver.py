@@ -241,20 +241,7 @@ def settle(
     waiting_on = waiting_interrupt(snapshot)
     values = snapshot.values
     outcome = values.get("outcome") if isinstance(values, dict) else None
-    pending = signals.pending(run.thread_id)
-    live = _match(waiting_on, pending) if waiting_on else None
-    spent = [
-        sig
-        for sig in pending
-        if (
-            sig.reserved_for is not None
-            and (waiting_on is None or sig.reserved_for != waiting_on.id)
-        )
-        or (sig.name == APPROVAL and (live is None or sig.id != live.id))
-    ]
-    with _spending(registry, run, spent, signals) as conn:
-        if waiting_on is not None:
-            return _to_waiting(registry, run, waiting_on, conn)
+    if waiting_on is None:  # it ends: every signal it used, and every approval, is spent
         if not outcome:
             outcome = {"state": "failed", "reason": "the graph ended without an outcome"}
         return registry.transition(
@@ -264,8 +251,18 @@ def settle(
             from_states=("running",),
             evidence={"outcome": outcome, "evidence": values.get("evidence", [])[-5:]},
             lease_token=run.lease_token,
-            conn=conn,
+            spend_signals=True,
         )
+    pending = signals.pending(run.thread_id)
+    live = _match(waiting_on, pending)
+    spent = [  # used by an earlier wait, or an approval this wait will not take
+        sig
+        for sig in pending
+        if (sig.reserved_for is not None and sig.reserved_for != waiting_on.id)
+        or (sig.name == APPROVAL and (live is None or sig.id != live.id))
+    ]
+    with _spending(registry, run, spent, signals) as conn:
+        return _to_waiting(registry, run, waiting_on, conn)
 
 
 @contextmanager

@@ -175,17 +175,20 @@ class RunRegistry:
         wake_at: datetime | None = None,
         bump: bool = False,
         conn: Conn | None = None,
+        spend_signals: bool = False,
     ) -> Run:
         """Move a run to ``to_state``. Raises :class:`TransitionNotAllowed` if it cannot.
 
         ``lease_token`` makes it conditional on the caller still holding the lease;
         ``bump`` raises the token, so a process that holds the run loses it (cancel).
+        ``spend_signals`` consumes, in the same statement, the signals a run that ends has
+        used and the approvals it no longer waits on.
         """
         if to_state not in STATES:
             raise TransitionNotAllowed(f"unknown state {to_state!r}")
         sources = from_states or tuple(s for s, dsts in ALLOWED.items() if to_state in dsts)
         rows = self.db.execute(
-            "transition",
+            "transition_spending" if spend_signals else "transition",
             conn=conn,
             thread_id=thread_id,
             to_state=to_state,

@@ -35,6 +35,28 @@ WHERE thread_id = %(thread_id)s AND state = ANY(%(from_states)s)
   AND (%(lease_token)s::bigint IS NULL OR lease_token = %(lease_token)s)
 RETURNING *;
 
+-- name: transition_spending
+-- transition, for a run leaving `running` for good: in the same statement, the signals it
+-- has used (reserved for a wait) and the approvals it no longer waits on are consumed, if
+-- (and only if) the run still holds the lease.
+WITH spent AS (
+    UPDATE waystone.signals s SET consumed_at = clock_timestamp()
+    FROM waystone.runs r
+    WHERE s.thread_id = %(thread_id)s AND s.consumed_at IS NULL
+      AND (s.reserved_for IS NOT NULL OR s.name = 'approval')
+      AND r.thread_id = s.thread_id AND r.state = ANY(%(from_states)s)
+      AND (%(lease_token)s::bigint IS NULL OR r.lease_token = %(lease_token)s)
+)
+UPDATE waystone.runs
+SET state = %(to_state)s, reason = %(reason)s, evidence = %(evidence)s, actor = %(actor)s,
+    waiting_for = %(waiting_for)s, wake_at = %(wake_at)s,
+    lease_token = lease_token + CASE WHEN %(bump)s THEN 1 ELSE 0 END,
+    lease_owner = CASE WHEN %(to_state)s = 'running' THEN lease_owner ELSE NULL END,
+    lease_expires_at = CASE WHEN %(to_state)s = 'running' THEN lease_expires_at ELSE NULL END
+WHERE thread_id = %(thread_id)s AND state = ANY(%(from_states)s)
+  AND (%(lease_token)s::bigint IS NULL OR lease_token = %(lease_token)s)
+RETURNING *;
+
 -- name: claim
 -- Take one runnable run (the named one, or the oldest): queued; waiting with the signal
 -- it waits for, or past its wake-up time; running with an expired lease, or held by a
