@@ -17,7 +17,7 @@ Then: runs per second with 1, 2 and 4 worker processes; bytes stored per action 
 200 actions; time from a killed worker's lease expiry to the run's next step; time from
 `approve` to the next step with an idle worker.
 
-    python scripts/bench.py [--quick] [--json]
+    python scripts/bench.py [--quick] [--json] [--workers 1,2,4]
 
 Uses WAYSTONE_DATABASE_URL, or the embedded Postgres under WAYSTONE_HOME.
 """
@@ -273,6 +273,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats: under a minute")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--workers", default="1,2,4", help="worker process counts for the throughput figure"
+    )
     args = parser.parse_args()
     repeats = 15 if args.quick else 100
     url = resolve_url(Settings.from_env())
@@ -298,7 +301,8 @@ def main() -> int:
             value["ratio_to_langgraph"] = round(value["median_ms"] / base, 3)
     report["per_step"] = per_step
     runs = 80 if args.quick else 200
-    report["throughput_runs_per_s"] = {str(w): throughput(url, w, runs) for w in (1, 2, 4)}
+    counts = [int(w) for w in args.workers.split(",")]
+    report["throughput_runs_per_s"] = {str(w): throughput(url, w, runs) for w in counts}
     os.environ["WAYSTONE_DATABASE_URL"] = url
     sizes = [bench_storage.measure(n) for n in (10, 200)]
     report["storage_bytes_per_action"] = {str(s["actions"]): s["bytes_per_action"] for s in sizes}

@@ -134,8 +134,9 @@ class Worker:
                 if rechecks > 0:
                     # woken by a NOTIFY: the row may still be held for a moment by the
                     # statement that announced it (SKIP LOCKED passes it by): look again
+                    # soon, or at once when another NOTIFY (or a stop) comes meanwhile
                     rechecks -= 1
-                    self._stopping.wait(0.05)
+                    self._wake.wait(0.05)
                     continue
                 rechecks = 3 if self._wake.wait(self._idle_timeout()) else 0
                 continue

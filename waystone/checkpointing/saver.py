@@ -89,9 +89,10 @@ class WaystoneSaver(PostgresSaver):
         self._sealer = sealer
         self._held_lock = threading.Lock()
         self._held: dict[tuple[str, str], _Held] = {}
-        # (thread, ns) -> the id of the latest checkpoint this process committed; None
-        # while a save is in flight. Only writes made from it can wait for the next save.
+        # (thread, ns) -> the id of the latest checkpoint this process committed, or the
+        # one it is saving. Only writes made from it can wait for the next save.
         self._latest: OrderedDict[tuple[str, str], str | None] = OrderedDict()
+        self._saving: dict[tuple[str, str], str] = {}
         self._empty: set[str] = set()  # threads known to have no checkpoint (see `empty`)
 
     # -- at rest: primitives boxed into (sealed) blobs, metadata sealed, then undone ------
@@ -228,10 +229,17 @@ class WaystoneSaver(PostgresSaver):
         self._empty.discard(where[0])
         with self._held_lock:
             held = self._held.pop(where, None)
-            self._latest[where] = None  # writes arriving meanwhile go out on their own
-        with self._fenced(config):
-            self._fence.held = held.rows if held else None
-            saved = super().put(config, checkpoint, metadata, new_versions)
+            # writes made from the parent, arriving late, go out on their own; writes made
+            # from this checkpoint (the input's) wait for the next save
+            self._latest[where] = None
+            self._saving[where] = checkpoint["id"]
+        try:
+            with self._fenced(config):
+                self._fence.held = held.rows if held else None
+                saved = super().put(config, checkpoint, metadata, new_versions)
+        finally:
+            with self._held_lock:
+                self._saving.pop(where, None)
         with self._held_lock:
             self._latest[where] = checkpoint["id"]
             self._latest.move_to_end(where)
@@ -254,7 +262,8 @@ class WaystoneSaver(PostgresSaver):
         if self._may_hold(configurable, writes, task_path):
             rows = self._dump_writes(*where, checkpoint_id, task_id, task_path, writes)
             with self._held_lock:
-                if self._latest.get(where) == checkpoint_id and where not in self._held:
+                current = (self._latest.get(where), self._saving.get(where))
+                if checkpoint_id in current and where not in self._held:
                     self._held[where] = _Held(checkpoint_id, int(configurable[LEASE_KEY]), rows)
                     return
         with self._held_lock:

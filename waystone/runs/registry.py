@@ -237,13 +237,14 @@ class RunRegistry:
             "dead_owner": None,
             "reason": "claimed",
         }
-        row = self.db.fetch_one("claim", **params)
+        query = "claim" if thread_id is None else "claim_thread"
+        row = self.db.fetch_one(query, **params)
         dead = None
         if row is None and thread_id is not None:
             current = self.get(thread_id)
             if current.state == "running" and owner_is_dead(current.lease_owner):
                 dead = current.lease_owner
-                row = self.db.fetch_one("claim", **{**params, "dead_owner": dead})
+                row = self.db.fetch_one(query, **{**params, "dead_owner": dead})
         if row is None:
             return None
         run = self._run(row)

@@ -95,6 +95,41 @@ WHERE r.thread_id = c.thread_id
 RETURNING r.*, c.prev_state, c.prev_owner,
     EXISTS (SELECT 1 FROM checkpoints cp WHERE cp.thread_id = r.thread_id) AS started;
 
+-- name: claim_thread
+-- claim, for one named run: the same rules, with a plan of its own (the key lookup, not
+-- the queue scan), which Postgres can prepare once instead of planning every call.
+WITH candidate AS (
+    SELECT r.thread_id, r.state AS prev_state, r.lease_owner AS prev_owner
+    FROM waystone.runs r
+    WHERE r.thread_id = %(thread_id)s
+      AND (%(agents)s::text[] IS NULL OR r.agent = ANY(%(agents)s))
+      AND (r.state = 'queued'
+           OR (r.state = 'waiting'
+               AND (r.wake_at <= clock_timestamp()
+                    OR EXISTS (SELECT 1 FROM waystone.signals s
+                               WHERE s.thread_id = r.thread_id AND s.consumed_at IS NULL
+                                 AND s.name = r.waiting_for)))
+           OR (r.state = 'running'
+               AND (r.lease_expires_at IS NULL OR r.lease_expires_at < clock_timestamp()
+                    OR r.lease_owner = %(dead_owner)s)))
+    ORDER BY r.updated_at
+    LIMIT 1
+    FOR NO KEY UPDATE SKIP LOCKED  -- not blocked by the key-share locks of FK inserts
+)
+UPDATE waystone.runs r
+SET state = 'running',
+    reason = CASE WHEN c.prev_state = 'running' THEN r.reason ELSE %(reason)s END,
+    evidence = CASE WHEN c.prev_state = 'running' THEN r.evidence
+                    ELSE jsonb_build_object('owner', %(owner)s::text) END,
+    actor = %(owner)s,
+    lease_token = r.lease_token + 1, lease_owner = %(owner)s,
+    lease_expires_at = clock_timestamp() + make_interval(secs => %(lease_seconds)s),
+    attempts = r.attempts + 1
+FROM candidate c
+WHERE r.thread_id = c.thread_id
+RETURNING r.*, c.prev_state, c.prev_owner,
+    EXISTS (SELECT 1 FROM checkpoints cp WHERE cp.thread_id = r.thread_id) AS started;
+
 -- name: release
 -- Give the lease back without a state change (a worker shutting down): the next claim
 -- takes the run at once, without waiting for the expiry.
