@@ -3,6 +3,8 @@
 Per step (median and p95 over repeated runs of the same 5-step work):
   raw        one INSERT + commit per step
   langgraph  a 5-node StateGraph with the stock PostgresSaver, durability="sync"
+  langgraph_in_memory / langgraph_no_checkpointer  the same graph without Postgres: what
+             LangGraph's own loop costs per step
   waystone   Waystone's full runtime (ledger, fencing, run registry, events, redaction):
              start a run and drive it to done: one action through propose -> authorize ->
              execute -> confirm -> check -> verify with a tool that does nothing
@@ -38,6 +40,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 import psycopg
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.graph import END, START, StateGraph
 
@@ -99,18 +102,35 @@ class S(TypedDict):
     n: int
 
 
+def five_nodes() -> StateGraph[Any]:
+    graph: StateGraph[Any] = StateGraph(S)
+    names = [f"n{i}" for i in range(STEPS)]
+    for name in names:
+        graph.add_node(name, lambda s: {"n": s["n"] + 1})
+    graph.add_edge(START, names[0])
+    for a, b in zip(names, names[1:], strict=False):
+        graph.add_edge(a, b)
+    graph.add_edge(names[-1], END)
+    return graph
+
+
+def bench_langgraph_in_process(repeats: int, checkpointed: bool) -> list[float]:
+    """The same graph with no Postgres: LangGraph's own cost of a step, with the in-memory
+    saver (``durability="sync"``) or with no checkpointer at all."""
+    app = five_nodes().compile(checkpointer=InMemorySaver() if checkpointed else None)
+    extra: dict[str, Any] = {"durability": "sync"} if checkpointed else {}
+
+    def run() -> int:
+        app.invoke({"n": 0}, {"configurable": {"thread_id": uuid.uuid4().hex}}, **extra)
+        return STEPS
+
+    return timed(run, repeats)
+
+
 def bench_langgraph(url: str, repeats: int) -> list[float]:
     with PostgresSaver.from_conn_string(url) as saver:
         saver.setup()
-        graph: StateGraph[Any] = StateGraph(S)
-        names = [f"n{i}" for i in range(STEPS)]
-        for name in names:
-            graph.add_node(name, lambda s: {"n": s["n"] + 1})
-        graph.add_edge(START, names[0])
-        for a, b in zip(names, names[1:], strict=False):
-            graph.add_edge(a, b)
-        graph.add_edge(names[-1], END)
-        app = graph.compile(checkpointer=saver)
+        app = five_nodes().compile(checkpointer=saver)
 
         def run() -> int:
             config = {"configurable": {"thread_id": uuid.uuid4().hex}}
@@ -289,6 +309,8 @@ def main() -> int:
     per_step: dict[str, Any] = {
         "raw": stats(bench_raw(url, repeats)),
         "langgraph": stats(bench_langgraph(url, repeats)),
+        "langgraph_in_memory": stats(bench_langgraph_in_process(repeats, True)),
+        "langgraph_no_checkpointer": stats(bench_langgraph_in_process(repeats, False)),
     }
     with Runtime(Settings(database_url=url)) as rt:
         per_step["waystone"] = stats(bench_waystone(rt, repeats))

@@ -21,7 +21,7 @@ from langgraph.runtime import RunControl
 
 from waystone.agent import AgentSpec
 from waystone.approval import parse_decision
-from waystone.checkpointing.database import Database, translate
+from waystone.checkpointing.database import FENCE_SQL, Database, translate
 from waystone.checkpointing.migrations import migrate
 from waystone.checkpointing.saver import make_saver
 from waystone.config import Settings
@@ -301,20 +301,24 @@ class Runtime:
             if found is None:
                 raise BadInput(f"run {thread_id} has no checkpoint {at!r} (see `waystone history`)")
         target = new_thread_id or f"{source.agent}-{uuid.uuid4().hex[:12]}"
-        run, created = self.registry.create(
-            thread_id=target,
-            agent=source.agent,
-            goal=source.goal,
-            input=source.input,
-            actor=by,
-            forked_from=thread_id,
-            key_namespace=source.key_namespace or source.thread_id,
-            reason=f"forked from {thread_id}" + (f" at {at}" if at else ""),
-        )
-        if not created:
-            raise TransitionNotAllowed(f"a run with thread id {target!r} already exists")
-        with self.saver.fenced(run.lease_token):
-            self.saver.copy_thread(thread_id, target, until=at)
+        # one transaction: the fork becomes runnable (and a worker is woken) only with its
+        # checkpoints, so no worker can start it from the beginning
+        with self.db.transaction() as conn:
+            run, created = self.registry.create(
+                thread_id=target,
+                agent=source.agent,
+                goal=source.goal,
+                input=source.input,
+                actor=by,
+                forked_from=thread_id,
+                key_namespace=source.key_namespace or source.thread_id,
+                reason=f"forked from {thread_id}" + (f" at {at}" if at else ""),
+                conn=conn,
+            )
+            if not created:
+                raise TransitionNotAllowed(f"a run with thread id {target!r} already exists")
+            conn.execute(FENCE_SQL, (str(run.lease_token),))
+            self.saver.copy_thread(thread_id, target, until=at, conn=conn)
         self.registry.event(
             thread_id,
             "forked",

@@ -175,9 +175,17 @@ def check_if_suspect(conn: Conn) -> None:
     if conn.closed:
         raise psycopg.OperationalError("the connection is closed")
     idle = time.monotonic() - _returned_at.get(conn, 0.0)
-    readable, _, _ = select.select([conn.fileno()], [], [], 0)
-    if readable or idle > IDLE_CHECK_S:
+    if idle > IDLE_CHECK_S or _readable(conn.fileno()):
         ConnectionPool.check_connection(conn)
+
+
+def _readable(fd: int) -> bool:
+    """Whether the socket has something to read (any descriptor number, unlike select)."""
+    if not hasattr(select, "poll"):  # pragma: no cover - not on Linux or macOS
+        return True  # no cheap way to tell: check with a round trip
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
 
 
 def translate(exc: psycopg.DatabaseError) -> Exception:

@@ -27,6 +27,7 @@ the same saver.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -50,7 +51,10 @@ from psycopg.rows import DictRow, dict_row
 
 from waystone import sql
 from waystone.checkpointing.database import FENCE_SQL, Database, translate
+from waystone.errors import LeaseLost
 from waystone.privacy.seal import SealedSerializer, Sealer, open_value
+
+logger = logging.getLogger(__name__)
 
 BOX = "__waystone_boxed__"
 STRUCTURAL = frozenset({"source", "step", "parents", "run_id"})  # left readable: queried
@@ -151,7 +155,14 @@ class WaystoneSaver(PostgresSaver):
             self._empty.discard(thread_id)
 
     def _flush_before_read(self, config: RunnableConfig | None) -> None:
-        """A reader in this process sees the writes held for the thread's next save."""
+        """A reader in this process sees the writes held for the thread's next save. If
+        their run's lease has moved on, they are stale: dropped, and the read goes on."""
+        try:
+            self._flush_thread(config)
+        except LeaseLost:
+            logger.warning("dropped pending writes of a lease that moved on")
+
+    def _flush_thread(self, config: RunnableConfig | None) -> None:
         if not self._held or config is None:
             return
         thread_id = (config.get("configurable") or {}).get("thread_id")
@@ -283,8 +294,9 @@ class WaystoneSaver(PostgresSaver):
         )
 
     def flush(self, thread_id: str) -> None:
-        """Commit the writes held for ``thread_id`` (normally its next save does)."""
-        self._flush_before_read({"configurable": {"thread_id": thread_id}})
+        """Commit the writes held for ``thread_id`` (normally its next save does); raises
+        :class:`LeaseLost` when the lease they were made under has moved on."""
+        self._flush_thread({"configurable": {"thread_id": thread_id}})
 
     def _redact_value(self, value: Any) -> Any:
         assert self._redact is not None
@@ -324,14 +336,25 @@ class WaystoneSaver(PostgresSaver):
             raise translate(exc) from exc
 
     def copy_thread(
-        self, source_thread_id: str, target_thread_id: str, *, until: str | None = None
+        self,
+        source_thread_id: str,
+        target_thread_id: str,
+        *,
+        until: str | None = None,
+        conn: psycopg.Connection[DictRow] | None = None,
     ) -> None:
         """Copy every checkpoint, blob and pending write of a thread to another (up to and
-        including checkpoint ``until``, when given: a fork at that point)."""
+        including checkpoint ``until``, when given: a fork at that point). With ``conn``,
+        inside the caller's transaction (which sets the fence itself)."""
         params = {"source": source_thread_id, "target": target_thread_id, "until": until}
-        with self._transaction() as conn:
-            for name in ("copy_checkpoints", "copy_checkpoint_blobs", "copy_checkpoint_writes"):
+        names = ("copy_checkpoints", "copy_checkpoint_blobs", "copy_checkpoint_writes")
+        if conn is not None:
+            for name in names:
                 conn.execute(sql.query(name), params)
+            return
+        with self._transaction() as own:
+            for name in names:
+                own.execute(sql.query(name), params)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and their pending writes) that the given runs made."""

@@ -56,24 +56,24 @@ class Ledger:
         self.db = db
         self.redact = redact
         self.reveal = reveal
-        # effects this process last wrote, by key, with the lease token it wrote under
-        self._written: OrderedDict[str, tuple[int, Effect]] = OrderedDict()
+        # effects this process last wrote, by (writing run, key), with the lease token
+        self._written: OrderedDict[tuple[str, str], tuple[int, Effect]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def _wrote(self, effect: Effect, fence: int | None) -> Effect:
-        if fence is not None:
+    def _wrote(self, effect: Effect, fence: int | None, writer: str | None) -> Effect:
+        if fence is not None and writer is not None:
             with self._lock:
-                self._written[effect.key] = (fence, effect)
-                self._written.move_to_end(effect.key)
+                self._written[(writer, effect.key)] = (fence, effect)
+                self._written.move_to_end((writer, effect.key))
                 while len(self._written) > WRITTEN_KEPT:
                     self._written.popitem(last=False)
         return effect
 
-    def written(self, key: str, fence: int | None) -> Effect | None:
-        """The effect as this process last wrote it under lease ``fence`` (no read), or
-        ``None``. Under the lease no other process writes this run's effects."""
+    def written(self, key: str, fence: int | None, writer: str) -> Effect | None:
+        """The effect as run ``writer`` last wrote it in this process under lease ``fence``
+        (no read), or ``None``. Under its lease no other process writes for that run."""
         with self._lock:
-            found = self._written.get(key)
+            found = self._written.get((writer, key))
         return found[1] if found is not None and fence is not None and found[0] == fence else None
 
     def _effect(self, row: dict[str, Any]) -> Effect:
@@ -115,8 +115,14 @@ class Ledger:
             tool=tool,
             args=self.redact(args),
         )
-        assert row is not None
-        return self._wrote(self._effect(row), fence), bool(row["fresh"])
+        if row is None:
+            # another run (a fork and its origin share keys) inserted the key while this
+            # statement ran: its snapshot cannot see that row, a new statement does
+            existing = self.get(key)
+            if existing is None:
+                raise RuntimeError(f"the effect {key!r} is neither new nor in the ledger")
+            return existing, False
+        return self._wrote(self._effect(row), fence, thread_id), bool(row["fresh"])
 
     def record_intent(
         self,
@@ -139,7 +145,7 @@ class Ledger:
             args=self.redact(args),
         )
         assert row is not None
-        return self._wrote(self._effect(row), fence)
+        return self._wrote(self._effect(row), fence, thread_id)
 
     def update(
         self,
@@ -176,4 +182,4 @@ class Ledger:
             )
         if not rows:
             raise KeyError(f"no effect with key {key!r} in the ledger")
-        return self._wrote(self._effect(rows[0]), fence)
+        return self._wrote(self._effect(rows[0]), fence, note.thread_id if note else None)

@@ -48,9 +48,10 @@ def make_confirm(ports: Ports) -> Any:
         assert tool is not None
         confirmation = state.get("confirmation")
         if confirmation is None:
-            row = ports.ledger.written(action["key"], scope.fence) or ports.ledger.get(
-                action["key"]
-            )  # what execute just wrote, if it ran in this process under this lease
+            # what execute just wrote, if it ran in this process for this run and lease
+            row = ports.ledger.written(
+                action["key"], scope.fence, scope.thread_id
+            ) or ports.ledger.get(action["key"])
             if row is not None and row.status == "confirmed" and row.confirmation:
                 confirmation = row.confirmation
         if confirmation is None:

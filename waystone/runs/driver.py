@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -153,8 +153,11 @@ def drive(
         try:
             with _known_empty(graph, run.thread_id, snapshot is None):
                 out = graph.invoke(payload, config, durability="sync", control=control)
-        finally:
-            _flush(graph, run.thread_id)
+        except BaseException:
+            with suppress(Exception):  # best effort: the graph's own error is the one to see
+                _flush(graph, run.thread_id)
+            raise
+        _flush(graph, run.thread_id)
         crash_point("run:after-checkpoint")
         payload = None
         snapshot = _reached(out) or graph.get_state(config)

@@ -119,13 +119,16 @@ class RunRegistry:
         forked_from: str | None = None,
         key_namespace: str | None = None,
         reason: str = "created",
+        conn: Conn | None = None,
     ) -> tuple[Run, bool]:
         """Create a queued run; return it and whether it is new.
 
-        With a ``start_key`` already used, the existing run comes back instead.
+        With a ``start_key`` already used, the existing run comes back instead. With
+        ``conn``, inside the caller's transaction (the run is runnable when it commits).
         """
-        row = self.db.fetch_one(
+        created = self.db.execute(
             "create_run",
+            conn=conn,
             thread_id=thread_id,
             agent=agent,
             goal=self.redact(goal),
@@ -137,8 +140,8 @@ class RunRegistry:
             forked_from=forked_from,
             key_namespace=key_namespace,
         )
-        if row is not None:
-            return self._run(row), True
+        if created:
+            return self._run(created[0]), True
         if start_key is not None:
             existing = self.db.fetch_one("get_run_by_start_key", start_key=start_key)
             if existing is not None:

@@ -36,26 +36,26 @@ WHERE thread_id = %(thread_id)s AND state = ANY(%(from_states)s)
 RETURNING *;
 
 -- name: transition_spending
--- transition, for a run leaving `running` for good: in the same statement, the signals it
--- has used (reserved for a wait) and the approvals it no longer waits on are consumed, if
--- (and only if) the run still holds the lease.
-WITH spent AS (
+-- transition, for a run leaving `running` for good: in the same statement, and only if the
+-- run did move, the signals it has used (reserved for a wait) and the approvals it no
+-- longer waits on are consumed.
+WITH moved AS (
+    UPDATE waystone.runs
+    SET state = %(to_state)s, reason = %(reason)s, evidence = %(evidence)s, actor = %(actor)s,
+        waiting_for = %(waiting_for)s, wake_at = %(wake_at)s,
+        lease_token = lease_token + CASE WHEN %(bump)s THEN 1 ELSE 0 END,
+        lease_owner = CASE WHEN %(to_state)s = 'running' THEN lease_owner ELSE NULL END,
+        lease_expires_at = CASE WHEN %(to_state)s = 'running' THEN lease_expires_at ELSE NULL END
+    WHERE thread_id = %(thread_id)s AND state = ANY(%(from_states)s)
+      AND (%(lease_token)s::bigint IS NULL OR lease_token = %(lease_token)s)
+    RETURNING *
+), spent AS (
     UPDATE waystone.signals s SET consumed_at = clock_timestamp()
-    FROM waystone.runs r
-    WHERE s.thread_id = %(thread_id)s AND s.consumed_at IS NULL
+    FROM moved m
+    WHERE s.thread_id = m.thread_id AND s.consumed_at IS NULL
       AND (s.reserved_for IS NOT NULL OR s.name = 'approval')
-      AND r.thread_id = s.thread_id AND r.state = ANY(%(from_states)s)
-      AND (%(lease_token)s::bigint IS NULL OR r.lease_token = %(lease_token)s)
 )
-UPDATE waystone.runs
-SET state = %(to_state)s, reason = %(reason)s, evidence = %(evidence)s, actor = %(actor)s,
-    waiting_for = %(waiting_for)s, wake_at = %(wake_at)s,
-    lease_token = lease_token + CASE WHEN %(bump)s THEN 1 ELSE 0 END,
-    lease_owner = CASE WHEN %(to_state)s = 'running' THEN lease_owner ELSE NULL END,
-    lease_expires_at = CASE WHEN %(to_state)s = 'running' THEN lease_expires_at ELSE NULL END
-WHERE thread_id = %(thread_id)s AND state = ANY(%(from_states)s)
-  AND (%(lease_token)s::bigint IS NULL OR lease_token = %(lease_token)s)
-RETURNING *;
+SELECT * FROM moved;
 
 -- name: claim
 -- Take one runnable run (the named one, or the oldest): queued; waiting with the signal
@@ -93,7 +93,11 @@ SET state = 'running',
 FROM candidate c
 WHERE r.thread_id = c.thread_id
 RETURNING r.*, c.prev_state, c.prev_owner,
-    EXISTS (SELECT 1 FROM checkpoints cp WHERE cp.thread_id = r.thread_id) AS started;
+    -- whether it has checkpoints, for a run that was queued (no writer can be under way);
+    -- NULL (unknown: read them) for a takeover
+    CASE WHEN c.prev_state = 'queued'
+         THEN EXISTS (SELECT 1 FROM checkpoints cp WHERE cp.thread_id = r.thread_id) END
+        AS started;
 
 -- name: claim_thread
 -- claim, for one named run: the same rules, with a plan of its own (the key lookup, not
@@ -128,7 +132,11 @@ SET state = 'running',
 FROM candidate c
 WHERE r.thread_id = c.thread_id
 RETURNING r.*, c.prev_state, c.prev_owner,
-    EXISTS (SELECT 1 FROM checkpoints cp WHERE cp.thread_id = r.thread_id) AS started;
+    -- whether it has checkpoints, for a run that was queued (no writer can be under way);
+    -- NULL (unknown: read them) for a takeover
+    CASE WHEN c.prev_state = 'queued'
+         THEN EXISTS (SELECT 1 FROM checkpoints cp WHERE cp.thread_id = r.thread_id) END
+        AS started;
 
 -- name: release
 -- Give the lease back without a state change (a worker shutting down): the next claim
