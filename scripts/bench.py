@@ -211,6 +211,9 @@ def bench_dbos(url: str, repeats: int) -> list[float] | str:
 
 
 def throughput(url: str, workers: int, runs: int) -> float:
+    """Runs per second with ``workers`` worker processes, all of them started and idle on
+    LISTEN before the runs arrive (in one transaction): from the runs' creation to the last
+    one done, on the database's clock."""
     spec = bench_storage.agent(1)
     env = {
         **os.environ,
@@ -219,29 +222,68 @@ def throughput(url: str, workers: int, runs: int) -> float:
         "PYTHONPATH": str(Path(__file__).resolve().parent),
     }
     with Runtime(Settings(database_url=url), agents={spec.name: spec}) as rt:
-        ids = [rt.start(spec.name, {}).thread_id for _ in range(runs)]
         procs = [
             subprocess.Popen(
-                [sys.executable, "-m", "waystone", "worker", "--until-idle"],
+                [sys.executable, "-m", "waystone", "worker", "--poll-seconds", "60"],
                 env=env,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
             for _ in range(workers)
         ]
-        for proc in procs:
-            proc.wait(timeout=600)
-        done = sum(rt.registry.get(t).state == "done" for t in ids)
-        with rt.db.connection() as conn:  # first claim to last run done, on the database's
-            row = conn.execute(  # clock: worker process start-up is left out
-                "SELECT extract(epoch FROM max(created_at) FILTER (WHERE to_state = 'done')"
-                " - min(created_at) FILTER (WHERE to_state = 'running')) AS s "
-                "FROM waystone.run_events WHERE kind = 'transition' AND thread_id = ANY(%s)",
+        try:
+            wait_for(lambda: listeners(rt) >= workers, "every worker to listen")
+            with rt.db.transaction() as conn:
+                ids = [
+                    rt.registry.create(
+                        thread_id=f"{spec.name}-{uuid.uuid4().hex[:12]}",
+                        agent=spec.name,
+                        goal="throughput",
+                        input={},
+                        conn=conn,
+                    )[0].thread_id
+                    for _ in range(runs)
+                ]
+            wait_for(lambda: finished(rt, ids) == runs, f"{runs} runs to be done", 600)
+        finally:
+            for proc in procs:
+                proc.send_signal(signal.SIGTERM)
+            for proc in procs:
+                proc.wait(timeout=60)
+        with rt.db.connection() as conn:
+            row = conn.execute(
+                "SELECT extract(epoch FROM max(e.created_at) - min(r.created_at)) AS s "
+                "FROM waystone.runs r JOIN waystone.run_events e USING (thread_id) "
+                "WHERE r.thread_id = ANY(%s) AND e.kind = 'transition' AND e.to_state = 'done'",
                 (ids,),
             ).fetchone()
-    assert done == runs, f"{done} of {runs} done"
     assert row is not None
     return round(runs / float(row["s"]), 2)
+
+
+def listeners(rt: Runtime) -> int:
+    with rt.db.connection() as conn:
+        row = conn.execute(
+            "SELECT count(*) AS n FROM pg_stat_activity WHERE query ILIKE 'LISTEN %'"
+        ).fetchone()
+    return int(row["n"]) if row else 0
+
+
+def finished(rt: Runtime, ids: list[str]) -> int:
+    with rt.db.connection() as conn:
+        row = conn.execute(
+            "SELECT count(*) AS n FROM waystone.runs WHERE thread_id = ANY(%s) AND state = 'done'",
+            (ids,),
+        ).fetchone()
+    return int(row["n"]) if row else 0
+
+
+def wait_for(check: Callable[[], bool], what: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out waiting for {what}")
+        time.sleep(0.02)
 
 
 def takeover_latency(url: str) -> float:
