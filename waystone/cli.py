@@ -55,6 +55,18 @@ ByOpt = Annotated[
 ]
 
 
+def _confirm_or_default(question: str, say: Callable[[str], None]) -> bool:
+    """Ask; with no input to read (stdin at its end, not a terminal: `< /dev/null`, a
+    script), take the default, yes, and say so. Ctrl-C at a terminal still aborts."""
+    try:
+        return typer.confirm(question, default=True, err=True)
+    except typer.Abort:
+        if sys.stdin.isatty():
+            raise
+        say("no answer on stdin: taking the default, yes")
+        return True
+
+
 def _actor(by: str | None) -> str:
     if by:
         return by
@@ -590,7 +602,7 @@ def demo(
                 _render_status(waiting)
             if waiting.state != "waiting":
                 raise WaystoneError(f"expected the run to wait for approval, it is {waiting.state}")
-            if not approve_it and not typer.confirm("Approve this refund?", default=True, err=True):
+            if not approve_it and not _confirm_or_default("Approve this refund?", say):
                 rt.reject(started.thread_id, by=_actor(None), reason="declined in the demo")
             else:
                 rt.approve(started.thread_id, by=_actor(None), comment="approved in the demo")

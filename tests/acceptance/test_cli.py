@@ -119,6 +119,13 @@ def test_demo_runs_to_done(cli: Cli) -> None:
     interactive = cli("demo", input="y\n")
     assert interactive.returncode == 0, interactive.stderr
     assert "done" in interactive.stdout and "1 refund(s), 1 notification(s)" in interactive.stdout
+    unattended = cli("demo", input="")  # `< /dev/null`, a script: the default answer, yes
+    assert unattended.returncode == 0, unattended.stderr
+    assert "taking the default, yes" in unattended.stdout + unattended.stderr
+    assert "1 refund(s), 1 notification(s)" in unattended.stdout
+    declined = cli("demo", input="n\n")
+    assert declined.returncode == 0, declined.stderr
+    assert "0 refund(s)" in declined.stdout
 
 
 def test_dashboard_and_prune_from_the_cli(cli: Cli, provider: ProviderProcess) -> None:
