@@ -4,31 +4,24 @@ not lost; a takeover never trusts "no checkpoints" from the claim's snapshot."""
 
 from __future__ import annotations
 
-import sys
 import threading
-from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 
 from tests.conftest import wait_until
+from tests.support.notes import claimed
 from waystone import Runtime
 from waystone.effects.ledger import Effect
 from waystone.errors import LeaseLost
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-import bench_storage  # noqa: E402
 
 
 def test_a_run_that_fails_to_end_keeps_its_signals(
     runtime: Runtime, sql: psycopg.Connection[Any]
 ) -> None:
-    spec = bench_storage.agent(1)
-    runtime.register(spec)
-    thread_id = runtime.start(spec.name, {}).thread_id
-    run = runtime.registry.claim(owner="test", lease_seconds=30, thread_id=thread_id)
-    assert run is not None
+    run = claimed(runtime)
+    thread_id = run.thread_id
     sql.execute(
         "INSERT INTO waystone.signals (thread_id, name, dedupe_key, payload, actor, reserved_for)"
         " VALUES (%s, 'approval', 'i-1', '{}', 'ana', 'i-1')",
@@ -55,11 +48,8 @@ def test_a_run_that_fails_to_end_keeps_its_signals(
 def test_an_intent_inserted_meanwhile_by_another_run_is_found(
     runtime: Runtime, database_url: str, sql: psycopg.Connection[Any]
 ) -> None:
-    spec = bench_storage.agent(1)
-    runtime.register(spec)
-    thread_id = runtime.start(spec.name, {}).thread_id
-    run = runtime.registry.claim(owner="test", lease_seconds=30, thread_id=thread_id)
-    assert run is not None
+    run = claimed(runtime)
+    thread_id = run.thread_id
     token = run.lease_token
     other = psycopg.connect(database_url)  # another writer, mid-transaction on the same key
     other.execute("SELECT set_config('waystone.lease_token', %s, true)", (str(token),))
@@ -104,11 +94,9 @@ def test_an_intent_inserted_meanwhile_by_another_run_is_found(
 def test_a_takeover_reads_its_checkpoints_back(
     runtime: Runtime, sql: psycopg.Connection[Any]
 ) -> None:
-    spec = bench_storage.agent(1)
-    runtime.register(spec)
-    thread_id = runtime.start(spec.name, {}).thread_id
-    first = runtime.registry.claim(owner="a", lease_seconds=30, thread_id=thread_id)
-    assert first is not None and first.started is False  # queued, never run: none
+    first = claimed(runtime, owner="a")
+    thread_id = first.thread_id
+    assert first.started is False  # queued, never run: none
     sql.execute(
         "UPDATE waystone.runs SET lease_expires_at = clock_timestamp() - interval '1 second' "
         "WHERE thread_id = %s",

@@ -5,18 +5,14 @@ step are never held)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import psycopg
 from langgraph.checkpoint.base import empty_checkpoint
 
+from tests.support.notes import claimed, registered
 from waystone import Runtime
 from waystone.checkpointing.saver import WaystoneSaver
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-import bench_storage  # noqa: E402
 
 
 def _saver(runtime: Runtime, agent: str) -> WaystoneSaver:
@@ -28,8 +24,7 @@ def _saver(runtime: Runtime, agent: str) -> WaystoneSaver:
 def test_every_step_of_a_run_keeps_its_writes(
     runtime: Runtime, sql: psycopg.Connection[Any]
 ) -> None:
-    spec = bench_storage.agent(2)
-    runtime.register(spec)
+    spec = registered(runtime, 2)
     thread_id = runtime.start(spec.name, {}).thread_id
     assert runtime.run(thread_id).state == "done"
 
@@ -53,12 +48,9 @@ def test_every_step_of_a_run_keeps_its_writes(
 def test_held_writes_are_seen_by_a_reader_and_then_stored(
     runtime: Runtime, sql: psycopg.Connection[Any]
 ) -> None:
-    spec = bench_storage.agent(1)
-    runtime.register(spec)
-    thread_id = runtime.start(spec.name, {}).thread_id
-    run = runtime.registry.claim(owner="test", lease_seconds=30, thread_id=thread_id)
-    assert run is not None
-    saver = _saver(runtime, spec.name)
+    run = claimed(runtime)
+    thread_id = run.thread_id
+    saver = _saver(runtime, run.agent)
     fenced: Any = {
         "configurable": {
             "thread_id": thread_id,
@@ -82,8 +74,7 @@ def test_held_writes_are_seen_by_a_reader_and_then_stored(
 
 
 def test_errors_interrupts_and_sends_are_never_held(runtime: Runtime) -> None:
-    spec = bench_storage.agent(1)
-    runtime.register(spec)
+    spec = registered(runtime)
     saver = _saver(runtime, spec.name)
     fenced = {"lease_token": 1}
     pull = "~__pregel_pull, propose"

@@ -69,8 +69,7 @@ WriteRow = tuple[str, str, str, str, str, int, str, str, bytes]
 class _Held:
     """Pending writes held for a checkpoint's next save, per thread."""
 
-    def __init__(self, checkpoint_id: str, lease_token: int, rows: list[WriteRow]) -> None:
-        self.checkpoint_id = checkpoint_id
+    def __init__(self, lease_token: int, rows: list[WriteRow]) -> None:
         self.lease_token = lease_token
         self.rows = rows
 
@@ -275,7 +274,7 @@ class WaystoneSaver(PostgresSaver):
             with self._held_lock:
                 current = (self._latest.get(where), self._saving.get(where))
                 if checkpoint_id in current and where not in self._held:
-                    self._held[where] = _Held(checkpoint_id, int(configurable[LEASE_KEY]), rows)
+                    self._held[where] = _Held(int(configurable[LEASE_KEY]), rows)
                     return
         with self._held_lock:
             held = self._held.pop(where, None)  # a sibling's writes: out together, now

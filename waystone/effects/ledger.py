@@ -106,15 +106,7 @@ class Ledger:
     ) -> tuple[Effect, bool]:
         """The effect for ``key``: a new intent, committed (and ``True``), or the row the
         ledger already holds (and ``False``), which this call leaves as it is."""
-        row = self.db.fetch_one(
-            "open_intent",
-            fence=fence,
-            key=key,
-            thread_id=thread_id,
-            ordinal=ordinal,
-            tool=tool,
-            args=self.redact(args),
-        )
+        row = self._intent("open_intent", key, thread_id, ordinal, tool, args, fence)
         if row is None:
             # another run (a fork and its origin share keys) inserted the key while this
             # statement ran: its snapshot cannot see that row, a new statement does
@@ -135,8 +127,22 @@ class Ledger:
         fence: int | None = None,
     ) -> Effect:
         """Commit the intent (or count one more attempt) before calling the provider."""
-        row = self.db.fetch_one(
-            "record_intent",
+        row = self._intent("record_intent", key, thread_id, ordinal, tool, args, fence)
+        assert row is not None
+        return self._wrote(self._effect(row), fence, thread_id)
+
+    def _intent(
+        self,
+        query: str,
+        key: str,
+        thread_id: str,
+        ordinal: int,
+        tool: str,
+        args: dict[str, Any],
+        fence: int | None,
+    ) -> dict[str, Any] | None:
+        return self.db.fetch_one(
+            query,
             fence=fence,
             key=key,
             thread_id=thread_id,
@@ -144,8 +150,6 @@ class Ledger:
             tool=tool,
             args=self.redact(args),
         )
-        assert row is not None
-        return self._wrote(self._effect(row), fence, thread_id)
 
     def update(
         self,

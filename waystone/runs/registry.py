@@ -191,7 +191,7 @@ class RunRegistry:
             raise TransitionNotAllowed(f"unknown state {to_state!r}")
         sources = from_states or tuple(s for s, dsts in ALLOWED.items() if to_state in dsts)
         rows = self.db.execute(
-            "transition_spending" if spend_signals else "transition",
+            "transition",
             conn=conn,
             thread_id=thread_id,
             to_state=to_state,
@@ -203,6 +203,7 @@ class RunRegistry:
             waiting_for=waiting_for,
             wake_at=wake_at,
             bump=bump,
+            spend_signals=spend_signals,
         )
         if rows:
             return self._run(rows[0])
@@ -240,14 +241,13 @@ class RunRegistry:
             "dead_owner": None,
             "reason": "claimed",
         }
-        query = "claim" if thread_id is None else "claim_thread"
-        row = self.db.fetch_one(query, **params)
+        row = self.db.fetch_one("claim", **params)
         dead = None
         if row is None and thread_id is not None:
             current = self.get(thread_id)
             if current.state == "running" and owner_is_dead(current.lease_owner):
                 dead = current.lease_owner
-                row = self.db.fetch_one(query, **{**params, "dead_owner": dead})
+                row = self.db.fetch_one("claim", **{**params, "dead_owner": dead})
         if row is None:
             return None
         run = self._run(row)

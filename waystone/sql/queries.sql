@@ -24,21 +24,9 @@ LIMIT %(limit)s;
 -- name: transition
 -- Move a run from one of the expected states; no row back means it was not in them (or
 -- the lease token moved on). The trigger rejects transitions that are not allowed and
--- records the event. Leaving `running` drops the lease.
-UPDATE waystone.runs
-SET state = %(to_state)s, reason = %(reason)s, evidence = %(evidence)s, actor = %(actor)s,
-    waiting_for = %(waiting_for)s, wake_at = %(wake_at)s,
-    lease_token = lease_token + CASE WHEN %(bump)s THEN 1 ELSE 0 END,
-    lease_owner = CASE WHEN %(to_state)s = 'running' THEN lease_owner ELSE NULL END,
-    lease_expires_at = CASE WHEN %(to_state)s = 'running' THEN lease_expires_at ELSE NULL END
-WHERE thread_id = %(thread_id)s AND state = ANY(%(from_states)s)
-  AND (%(lease_token)s::bigint IS NULL OR lease_token = %(lease_token)s)
-RETURNING *;
-
--- name: transition_spending
--- transition, for a run leaving `running` for good: in the same statement, and only if the
--- run did move, the signals it has used (reserved for a wait) and the approvals it no
--- longer waits on are consumed.
+-- records the event. Leaving `running` drops the lease. With spend_signals (a run that
+-- ends), in the same statement and only if the run did move, the signals it has used
+-- (reserved for a wait) and the approvals it no longer waits on are consumed.
 WITH moved AS (
     UPDATE waystone.runs
     SET state = %(to_state)s, reason = %(reason)s, evidence = %(evidence)s, actor = %(actor)s,
@@ -52,7 +40,7 @@ WITH moved AS (
 ), spent AS (
     UPDATE waystone.signals s SET consumed_at = clock_timestamp()
     FROM moved m
-    WHERE s.thread_id = m.thread_id AND s.consumed_at IS NULL
+    WHERE %(spend_signals)s AND s.thread_id = m.thread_id AND s.consumed_at IS NULL
       AND (s.reserved_for IS NOT NULL OR s.name = 'approval')
 )
 SELECT * FROM moved;
@@ -67,45 +55,6 @@ WITH candidate AS (
     SELECT r.thread_id, r.state AS prev_state, r.lease_owner AS prev_owner
     FROM waystone.runs r
     WHERE (%(thread_id)s::text IS NULL OR r.thread_id = %(thread_id)s)
-      AND (%(agents)s::text[] IS NULL OR r.agent = ANY(%(agents)s))
-      AND (r.state = 'queued'
-           OR (r.state = 'waiting'
-               AND (r.wake_at <= clock_timestamp()
-                    OR EXISTS (SELECT 1 FROM waystone.signals s
-                               WHERE s.thread_id = r.thread_id AND s.consumed_at IS NULL
-                                 AND s.name = r.waiting_for)))
-           OR (r.state = 'running'
-               AND (r.lease_expires_at IS NULL OR r.lease_expires_at < clock_timestamp()
-                    OR r.lease_owner = %(dead_owner)s)))
-    ORDER BY r.updated_at
-    LIMIT 1
-    FOR NO KEY UPDATE SKIP LOCKED  -- not blocked by the key-share locks of FK inserts
-)
-UPDATE waystone.runs r
-SET state = 'running',
-    reason = CASE WHEN c.prev_state = 'running' THEN r.reason ELSE %(reason)s END,
-    evidence = CASE WHEN c.prev_state = 'running' THEN r.evidence
-                    ELSE jsonb_build_object('owner', %(owner)s::text) END,
-    actor = %(owner)s,
-    lease_token = r.lease_token + 1, lease_owner = %(owner)s,
-    lease_expires_at = clock_timestamp() + make_interval(secs => %(lease_seconds)s),
-    attempts = r.attempts + 1
-FROM candidate c
-WHERE r.thread_id = c.thread_id
-RETURNING r.*, c.prev_state, c.prev_owner,
-    -- whether it has checkpoints, for a run that was queued (no writer can be under way);
-    -- NULL (unknown: read them) for a takeover
-    CASE WHEN c.prev_state = 'queued'
-         THEN EXISTS (SELECT 1 FROM checkpoints cp WHERE cp.thread_id = r.thread_id) END
-        AS started;
-
--- name: claim_thread
--- claim, for one named run: the same rules, with a plan of its own (the key lookup, not
--- the queue scan), which Postgres can prepare once instead of planning every call.
-WITH candidate AS (
-    SELECT r.thread_id, r.state AS prev_state, r.lease_owner AS prev_owner
-    FROM waystone.runs r
-    WHERE r.thread_id = %(thread_id)s
       AND (%(agents)s::text[] IS NULL OR r.agent = ANY(%(agents)s))
       AND (r.state = 'queued'
            OR (r.state = 'waiting'
