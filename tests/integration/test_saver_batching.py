@@ -84,3 +84,65 @@ def test_errors_interrupts_and_sends_are_never_held(runtime: Runtime) -> None:
     assert not saver._may_hold(fenced, [("__interrupt__", [])], pull)
     assert not saver._may_hold(fenced, [("__resume__", "yes")], pull)
     assert not saver._may_hold(fenced, [("checks", [])], "~__pregel_push, 0000000000")
+
+
+def test_a_new_runs_input_checkpoints_wait_for_its_first_node(
+    runtime: Runtime, sql: psycopg.Connection[Any]
+) -> None:
+    run = claimed(runtime)
+    thread_id = run.thread_id
+    saver = _saver(runtime, run.agent)
+    fenced: Any = {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": "",
+            "lease_token": run.lease_token,
+        }
+    }
+    stored = "SELECT count(*) FROM checkpoints WHERE thread_id = %s"
+    writes = "SELECT count(*) FROM checkpoint_writes WHERE thread_id = %s"
+
+    def save(parent: Any, step: int) -> Any:
+        checkpoint = empty_checkpoint()
+        meta: Any = {"source": "input" if step < 0 else "loop", "step": step, "parents": {}}
+        saved = saver.put(parent, checkpoint, meta, {})
+        config: Any = {"configurable": {**saved["configurable"], "lease_token": run.lease_token}}
+        task = f"task{step}"
+        saver.put_writes(config, [("evidence", [{"step": step}])], task, f"~__pregel_pull, {task}")
+        return config
+
+    with saver.empty(thread_id):
+        after_input = save(fenced, -1)
+        after_start = save(after_input, 0)
+        assert sql.execute(stored, (thread_id,)).fetchone() == (0,)  # both held
+        assert sql.execute(writes, (thread_id,)).fetchone() == (0,)
+        save(after_start, 1)  # the first node's checkpoint takes them along
+        assert sql.execute(stored, (thread_id,)).fetchone() == (3,)
+        assert sql.execute(writes, (thread_id,)).fetchone() == (2,)  # its own task's: held
+    saver.flush(thread_id)
+    assert sql.execute(writes, (thread_id,)).fetchone() == (3,)
+
+    # outside a new run's first invoke, an input checkpoint is saved at once
+    save(fenced, -1)
+    assert sql.execute(stored, (thread_id,)).fetchone() == (4,)
+
+
+def test_held_input_checkpoints_are_seen_by_a_reader(
+    runtime: Runtime, sql: psycopg.Connection[Any]
+) -> None:
+    run = claimed(runtime)
+    saver = _saver(runtime, run.agent)
+    fenced: Any = {
+        "configurable": {
+            "thread_id": run.thread_id,
+            "checkpoint_ns": "",
+            "lease_token": run.lease_token,
+        }
+    }
+    with saver.empty(run.thread_id):
+        saved = saver.put(fenced, empty_checkpoint(), {"source": "input", "step": -1}, {})
+        assert saver.get_tuple(fenced) is not None  # the reader flushes first
+        row = sql.execute(
+            "SELECT checkpoint_id FROM checkpoints WHERE thread_id = %s", (run.thread_id,)
+        ).fetchone()
+        assert row is not None and row[0] == saved["configurable"]["checkpoint_id"]

@@ -17,6 +17,11 @@ node's return and its checkpoint's commit runs that node again, as LangGraph doe
 crash inside the node; Waystone's nodes are written for that (an effect is in the ledger
 before the node returns). Threads without a lease token are saved as the stock saver does.
 
+A new run's first two checkpoints (its input, and the input mapped by ``__start__``) are no
+node's boundary: both are made from the run's input, which its row already holds. They are
+held too, and committed with the first node's checkpoint; a crash before that starts the
+run again from its input, as it would have from them.
+
 Connections come from the pool, one per call, so a step's writes and its checkpoint never
 wait on each other behind a saver-wide lock.
 
@@ -32,7 +37,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 from langchain_core.runnables import RunnableConfig
@@ -66,12 +71,37 @@ LATEST_KEPT = 4096  # threads whose latest checkpoint id this process remembers
 WriteRow = tuple[str, str, str, str, str, int, str, str, bytes]
 
 
-class _Held:
-    """Pending writes held for a checkpoint's next save, per thread."""
+Statement = tuple[str, Any, bool]  # (sql, params or rows, executemany)
 
-    def __init__(self, lease_token: int, rows: list[WriteRow]) -> None:
+
+class _Held:
+    """What a thread's next save commits with its own: held checkpoints (their blobs and
+    rows, as statements) and the pending writes of the latest one's task."""
+
+    def __init__(
+        self, lease_token: int, rows: list[WriteRow], statements: list[Statement] | None = None
+    ) -> None:
         self.lease_token = lease_token
         self.rows = rows
+        self.statements = statements or []
+
+    def all(self, insert_writes: str) -> list[Statement]:
+        if not self.rows:
+            return self.statements
+        return [*self.statements, (insert_writes, self.rows, True)]
+
+
+class _Recorder:
+    """A cursor that keeps the statements of a held save instead of sending them."""
+
+    def __init__(self) -> None:
+        self.statements: list[Statement] = []
+
+    def execute(self, query: str, params: Any = None) -> None:
+        self.statements.append((query, params, False))
+
+    def executemany(self, query: str, params_seq: Any) -> None:
+        self.statements.append((query, list(params_seq), True))
 
 
 class WaystoneSaver(PostgresSaver):
@@ -97,6 +127,7 @@ class WaystoneSaver(PostgresSaver):
         self._latest: OrderedDict[tuple[str, str], str | None] = OrderedDict()
         self._saving: dict[tuple[str, str], str] = {}
         self._empty: set[str] = set()  # threads known to have no checkpoint (see `empty`)
+        self._fresh: set[str] = set()  # new runs whose input saves may wait (see `empty`)
 
     # -- at rest: primitives boxed into (sealed) blobs, metadata sealed, then undone ------
 
@@ -146,12 +177,15 @@ class WaystoneSaver(PostgresSaver):
     def empty(self, thread_id: str) -> Iterator[None]:
         """Inside, reads of ``thread_id``'s latest checkpoint find none without asking
         Postgres: for a run whose claim saw no checkpoint (its lease keeps everyone else
-        from writing one) until this process writes the first."""
+        from writing one) until this process writes the first. Its input checkpoints are
+        held for its first node's (see the module's docstring)."""
         self._empty.add(thread_id)
+        self._fresh.add(thread_id)
         try:
             yield
         finally:
             self._empty.discard(thread_id)
+            self._fresh.discard(thread_id)
 
     def _flush_before_read(self, config: RunnableConfig | None) -> None:
         """A reader in this process sees the writes held for the thread's next save. If
@@ -172,7 +206,7 @@ class WaystoneSaver(PostgresSaver):
 
     def _write_held(self, held: _Held) -> None:
         with self.fenced(held.lease_token):
-            self._fence.held = held.rows
+            self._fence.held = held.all(self.INSERT_CHECKPOINT_WRITES_SQL)
             try:
                 with self._cursor(pipeline=True):
                     pass
@@ -206,16 +240,20 @@ class WaystoneSaver(PostgresSaver):
 
     @contextmanager
     def _cursor(self, *, pipeline: bool = False) -> Iterator[Cursor[DictRow]]:
+        recorder = getattr(self._fence, "recorder", None)
+        if recorder is not None:  # a held save: keep its statements for the next one
+            yield cast(Cursor[DictRow], recorder)
+            return
         token = getattr(self._fence, "token", None)
-        held: list[WriteRow] = getattr(self._fence, "held", None) or []
+        held: list[Statement] = getattr(self._fence, "held", None) or []
         self._fence.held = None
         with self._pool.connection() as conn:
             if token is None and not pipeline and not held:
                 with conn.cursor(binary=True, row_factory=dict_row) as cur:
                     yield cur
                 return
-            # One round trip: the fence setting, the saver's statements, then the writes
-            # held for this save, pipelined up to one Sync, so Postgres runs them as one
+            # One round trip: the fence setting, what was held for this save, then the
+            # saver's statements, pipelined up to one Sync, so Postgres runs them as one
             # implicit transaction (the setting is local to it; the first error rolls back
             # all of them).
             with conn.pipeline():
@@ -223,9 +261,12 @@ class WaystoneSaver(PostgresSaver):
                     with conn.cursor(binary=True) as setter:
                         setter.execute(FENCE_SQL, (str(token),))
                 with conn.cursor(binary=True, row_factory=dict_row) as cur:
+                    for query, params, many in held:
+                        if many:
+                            cur.executemany(query, params)
+                        else:
+                            cur.execute(query, params)
                     yield cur
-                    if held:
-                        cur.executemany(self.INSERT_CHECKPOINT_WRITES_SQL, held)
 
     def put(
         self,
@@ -234,19 +275,43 @@ class WaystoneSaver(PostgresSaver):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        step = metadata.get("step")
         checkpoint, metadata = self._protect(checkpoint, metadata, new_versions)
         where = _where(config)
         self._empty.discard(where[0])
+        token = (config.get("configurable") or {}).get(LEASE_KEY)
+        lease = int(token) if token is not None else None
+        hold = (
+            where[0] in self._fresh
+            and where[1] == ""
+            and lease is not None
+            and isinstance(step, int)
+            and step < 1  # the input, and the input mapped by __start__
+        )
+        if not hold:
+            self._fresh.discard(where[0])
         with self._held_lock:
             held = self._held.pop(where, None)
             # writes made from the parent, arriving late, go out on their own; writes made
             # from this checkpoint (the input's) wait for the next save
             self._latest[where] = None
             self._saving[where] = checkpoint["id"]
+        earlier = held.all(self.INSERT_CHECKPOINT_WRITES_SQL) if held else None
         try:
-            with self._fenced(config):
-                self._fence.held = held.rows if held else None
-                saved = super().put(config, checkpoint, metadata, new_versions)
+            if hold and lease is not None:
+                recorder = _Recorder()
+                self._fence.recorder = recorder
+                try:
+                    saved = super().put(config, checkpoint, metadata, new_versions)
+                finally:
+                    self._fence.recorder = None
+                statements = [*(earlier or []), *recorder.statements]
+                with self._held_lock:
+                    self._held[where] = _Held(lease, [], statements)
+            else:
+                with self._fenced(config):
+                    self._fence.held = earlier
+                    saved = super().put(config, checkpoint, metadata, new_versions)
         finally:
             with self._held_lock:
                 self._saving.pop(where, None)
@@ -273,13 +338,17 @@ class WaystoneSaver(PostgresSaver):
             rows = self._dump_writes(*where, checkpoint_id, task_id, task_path, writes)
             with self._held_lock:
                 current = (self._latest.get(where), self._saving.get(where))
-                if checkpoint_id in current and where not in self._held:
-                    self._held[where] = _Held(int(configurable[LEASE_KEY]), rows)
+                held = self._held.get(where)
+                if checkpoint_id in current and (held is None or not held.rows):
+                    if held is None:
+                        self._held[where] = _Held(int(configurable[LEASE_KEY]), rows)
+                    else:  # after a held checkpoint: its task's writes wait with it
+                        held.rows = rows
                     return
         with self._held_lock:
             held = self._held.pop(where, None)  # a sibling's writes: out together, now
         with self._fenced(config):
-            self._fence.held = held.rows if held else None
+            self._fence.held = held.all(self.INSERT_CHECKPOINT_WRITES_SQL) if held else None
             super().put_writes(config, writes, task_id, task_path)
 
     @staticmethod

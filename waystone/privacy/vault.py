@@ -27,6 +27,7 @@ from waystone.privacy.pii import DEFAULT_PATTERNS, Detector
 TOKEN = re.compile(r"<pii:([a-z_]+):([a-p]{20})>")
 _LETTERS = str.maketrans("0123456789abcdef", "abcdefghijklmnop")
 CLEAN_TEXT_MAX = 4096  # longer strings are scanned every time
+_PLAIN = frozenset({int, float, bool, type(None), bytes})
 CLEAN_KEPT = 65536  # clean strings remembered, at most
 
 
@@ -97,6 +98,9 @@ class Vault:
     def redact(self, value: Any) -> Any:
         """``value`` with personal data replaced by tokens, in every string it contains
         (dict keys included); other types are returned as they are."""
+        kind = type(value)
+        if kind in _PLAIN:  # most of a state: numbers, flags, None (no subclass check)
+            return value
         if isinstance(value, str):
             return self.redact_text(value) if value else value
         if isinstance(value, dict):
