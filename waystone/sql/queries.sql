@@ -50,11 +50,14 @@ SELECT * FROM moved;
 -- it waits for, or past its wake-up time; running with an expired lease, or held by a
 -- local process that died. SKIP LOCKED: concurrent workers never wait on each other (a
 -- row skipped because a statement held it briefly is retried: see worker.py).
+-- Each kind is found through its own index (the named run by its key; the oldest queued
+-- run, the first run due, the first signal waited for, the first lease expired), so a
+-- claim reads a handful of rows however long the backlog; the oldest of those is taken.
 -- Every claim raises the lease token by one: the fencing token.
-WITH candidate AS (
-    SELECT r.thread_id, r.state AS prev_state, r.lease_owner AS prev_owner
+WITH named AS (
+    SELECT r.thread_id, r.state AS prev_state, r.lease_owner AS prev_owner, r.updated_at
     FROM waystone.runs r
-    WHERE (%(thread_id)s::text IS NULL OR r.thread_id = %(thread_id)s)
+    WHERE r.thread_id = %(thread_id)s
       AND (%(agents)s::text[] IS NULL OR r.agent = ANY(%(agents)s))
       AND (r.state = 'queued'
            OR (r.state = 'waiting'
@@ -65,9 +68,50 @@ WITH candidate AS (
            OR (r.state = 'running'
                AND (r.lease_expires_at IS NULL OR r.lease_expires_at < clock_timestamp()
                     OR r.lease_owner = %(dead_owner)s)))
+    FOR NO KEY UPDATE SKIP LOCKED  -- not blocked by the key-share locks of FK inserts
+), queued AS (
+    SELECT r.thread_id, r.state, r.lease_owner, r.updated_at
+    FROM waystone.runs r
+    WHERE %(thread_id)s::text IS NULL AND r.state = 'queued'
+      AND (%(agents)s::text[] IS NULL OR r.agent = ANY(%(agents)s))
     ORDER BY r.updated_at
     LIMIT 1
-    FOR NO KEY UPDATE SKIP LOCKED  -- not blocked by the key-share locks of FK inserts
+    FOR NO KEY UPDATE SKIP LOCKED
+), due AS (
+    SELECT r.thread_id, r.state, r.lease_owner, r.updated_at
+    FROM waystone.runs r
+    WHERE %(thread_id)s::text IS NULL AND r.state = 'waiting'
+      AND r.wake_at <= statement_timestamp()
+      AND (%(agents)s::text[] IS NULL OR r.agent = ANY(%(agents)s))
+    ORDER BY r.wake_at
+    LIMIT 1
+    FOR NO KEY UPDATE SKIP LOCKED
+), signalled AS (
+    SELECT r.thread_id, r.state, r.lease_owner, r.updated_at
+    FROM waystone.signals s JOIN waystone.runs r ON r.thread_id = s.thread_id
+    WHERE %(thread_id)s::text IS NULL AND s.consumed_at IS NULL
+      AND r.state = 'waiting' AND s.name = r.waiting_for
+      AND (%(agents)s::text[] IS NULL OR r.agent = ANY(%(agents)s))
+    ORDER BY s.id
+    LIMIT 1
+    FOR NO KEY UPDATE OF r SKIP LOCKED
+), expired AS (
+    SELECT r.thread_id, r.state, r.lease_owner, r.updated_at
+    FROM waystone.runs r
+    WHERE %(thread_id)s::text IS NULL AND r.state = 'running'
+      AND (r.lease_expires_at IS NULL OR r.lease_expires_at < statement_timestamp())
+      AND (%(agents)s::text[] IS NULL OR r.agent = ANY(%(agents)s))
+    ORDER BY r.lease_expires_at NULLS FIRST
+    LIMIT 1
+    FOR NO KEY UPDATE SKIP LOCKED
+), candidate AS (
+    SELECT * FROM named
+    UNION ALL SELECT * FROM queued
+    UNION ALL SELECT * FROM due
+    UNION ALL SELECT * FROM signalled
+    UNION ALL SELECT * FROM expired
+    ORDER BY updated_at
+    LIMIT 1
 )
 UPDATE waystone.runs r
 SET state = 'running',

@@ -1,0 +1,98 @@
+"""A claim reads a handful of rows however long the backlog, and still takes the oldest
+runnable run of any kind (queued, due, signalled, or with an expired lease)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+
+from tests.support.notes import registered
+from waystone import Runtime
+from waystone import sql as queries
+
+BACKLOG = 3000
+PAST = datetime.now(UTC) - timedelta(hours=1)
+
+
+def _backlog(conn: psycopg.Connection[Any], agent: str, n: int = BACKLOG) -> None:
+    conn.execute(
+        "INSERT INTO waystone.runs (thread_id, agent, goal, input, state, reason) "
+        "SELECT 'backlog-' || g, %s, 'g', '{}'::jsonb, 'queued', 'backlog' "
+        "FROM generate_series(1, %s) g",
+        (agent, n),
+    )
+    conn.execute("ANALYZE waystone.runs")
+
+
+def _most_rows(plan: dict[str, Any]) -> int:
+    """The most rows any node of an EXPLAIN ANALYZE plan produced."""
+    own = int(plan.get("Actual Rows", 0))
+    return max([own, *(_most_rows(p) for p in plan.get("Plans", []))])
+
+
+def _claim_plan(conn: psycopg.Connection[Any], **params: Any) -> dict[str, Any]:
+    args = {"agents": None, "owner": "test", "lease_seconds": 30, "dead_owner": None}
+    args.update(reason="claimed", **params)
+    with conn.transaction(force_rollback=True):
+        row = (
+            psycopg.ClientCursor(conn)
+            .execute("EXPLAIN (ANALYZE, FORMAT JSON) " + queries.query("claim"), args)
+            .fetchone()
+        )
+    assert row is not None
+    found = row[0] if not isinstance(row[0], str) else json.loads(row[0])
+    plan: dict[str, Any] = found[0]["Plan"]
+    return plan
+
+
+def test_a_claim_reads_a_handful_of_rows_however_long_the_backlog(
+    runtime: Runtime, sql: psycopg.Connection[Any]
+) -> None:
+    spec = registered(runtime)
+    _backlog(sql, spec.name)
+    for plan in (
+        _claim_plan(sql, thread_id=None),  # a worker's: any run
+        _claim_plan(sql, thread_id=None, agents=[spec.name]),
+        _claim_plan(sql, thread_id=f"backlog-{BACKLOG // 2}"),  # a named one
+    ):
+        assert _most_rows(plan) <= 5, json.dumps(plan)[:2000]
+
+
+def test_the_oldest_runnable_run_of_any_kind_is_taken_first(
+    runtime: Runtime, sql: psycopg.Connection[Any]
+) -> None:
+    spec = registered(runtime)
+    ids = [runtime.start(spec.name, {}).thread_id for _ in range(4)]
+    registry = runtime.registry
+    for thread_id, waiting_for, wake_at in ((ids[0], "go", None), (ids[1], "never", PAST)):
+        run = registry.claim(owner="setup", lease_seconds=30, thread_id=thread_id)
+        assert run is not None
+        registry.transition(
+            thread_id,
+            "waiting",
+            reason="setup",
+            lease_token=run.lease_token,
+            waiting_for=waiting_for,
+            wake_at=wake_at,
+        )
+    runtime.signal(ids[0], "go", {})  # the oldest: its signal has arrived
+    # the next is due (ids[1]); the next holds an expired lease; the newest is queued
+    assert registry.claim(owner="gone", lease_seconds=30, thread_id=ids[2]) is not None
+    sql.execute(
+        "UPDATE waystone.runs SET lease_expires_at = now() - interval '1 s' WHERE thread_id = %s",
+        (ids[2],),
+    )
+    for age, thread_id in enumerate(ids[:3]):
+        sql.execute(
+            "UPDATE waystone.runs SET updated_at = now() - make_interval(mins => 4 - %s) "
+            "WHERE thread_id = %s",
+            (age, thread_id),
+        )
+    taken = []
+    for _ in range(5):
+        run = runtime.registry.claim(owner="test", lease_seconds=30, agents=[spec.name])
+        taken.append(run.thread_id if run else None)
+    assert taken == [*ids, None]
