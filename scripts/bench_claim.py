@@ -1,0 +1,85 @@
+"""What a claim costs with a backlog: median ms of a worker's claim (any run) and of a
+named one, with no other runs and then with ``--backlog`` queued runs waiting.
+
+    python scripts/bench_claim.py [--backlog 20000]
+
+Uses WAYSTONE_DATABASE_URL, or the embedded Postgres under WAYSTONE_HOME. The backlog is
+deleted again at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_storage  # noqa: E402
+
+from waystone import Runtime, Settings  # noqa: E402
+
+
+def claims(rt: Runtime, agent: str, named: bool, samples: int = 100) -> float:
+    """Median ms of a claim of a run just started (by name, or any run of the agent)."""
+    out = []
+    for _ in range(samples):
+        thread_id = rt.start(agent, {}).thread_id
+        start = time.perf_counter()
+        run = rt.registry.claim(
+            owner=rt.owner,
+            lease_seconds=30,
+            thread_id=thread_id if named else None,
+            agents=[agent],
+        )
+        out.append(time.perf_counter() - start)
+        assert run is not None
+        rt.registry.transition(
+            run.thread_id,
+            "failed",
+            reason="bench",
+            from_states=("running",),
+            lease_token=run.lease_token,
+        )
+    return round(statistics.median(out) * 1000, 3)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backlog", type=int, default=20000)
+    args = parser.parse_args()
+    spec = bench_storage.agent(1)
+    prefix = f"backlog-{uuid.uuid4().hex[:8]}-"
+    report = {}
+    with Runtime(Settings.from_env(), agents={spec.name: spec}) as rt:
+        report["no_backlog_ms"] = {
+            "any": claims(rt, spec.name, False),
+            "named": claims(rt, spec.name, True),
+        }
+        with rt.db.transaction() as conn:
+            conn.execute(
+                "INSERT INTO waystone.runs (thread_id, agent, goal, input, state, reason) "
+                "SELECT %s || g, %s, 'backlog', '{}'::jsonb, 'queued', 'backlog' "
+                "FROM generate_series(1, %s) g",
+                (prefix, spec.name, args.backlog),
+            )
+        try:
+            with rt.db.connection() as conn:
+                conn.execute("ANALYZE waystone.runs")
+            # the backlog is older: a worker's claim takes from it, then the new run
+            report[f"backlog_{args.backlog}_ms"] = {
+                "any": claims(rt, spec.name, False),
+                "named": claims(rt, spec.name, True),
+            }
+        finally:
+            with rt.db.connection() as conn:
+                conn.execute("DELETE FROM waystone.runs WHERE thread_id LIKE %s", (prefix + "%",))
+    print(json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
