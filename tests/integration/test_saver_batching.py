@@ -13,12 +13,24 @@ from langgraph.checkpoint.base import empty_checkpoint
 from tests.support.notes import claimed, registered
 from waystone import Runtime
 from waystone.checkpointing.saver import WaystoneSaver
+from waystone.runs.registry import Run
 
 
 def _saver(runtime: Runtime, agent: str) -> WaystoneSaver:
     saver = runtime.graph(agent).checkpointer
     assert isinstance(saver, WaystoneSaver)
     return saver
+
+
+def _fenced(run: Run) -> Any:
+    """The config of a save made under the run's lease."""
+    return {
+        "configurable": {
+            "thread_id": run.thread_id,
+            "checkpoint_ns": "",
+            "lease_token": run.lease_token,
+        }
+    }
 
 
 def test_every_step_of_a_run_keeps_its_writes(
@@ -51,13 +63,7 @@ def test_held_writes_are_seen_by_a_reader_and_then_stored(
     run = claimed(runtime)
     thread_id = run.thread_id
     saver = _saver(runtime, run.agent)
-    fenced: Any = {
-        "configurable": {
-            "thread_id": thread_id,
-            "checkpoint_ns": "",
-            "lease_token": run.lease_token,
-        }
-    }
+    fenced = _fenced(run)
     checkpoint = empty_checkpoint()
     saved = saver.put(fenced, checkpoint, {"source": "input", "step": -1, "parents": {}}, {})
     config: Any = {"configurable": {**saved["configurable"], "lease_token": run.lease_token}}
@@ -92,13 +98,7 @@ def test_a_new_runs_input_checkpoints_wait_for_its_first_node(
     run = claimed(runtime)
     thread_id = run.thread_id
     saver = _saver(runtime, run.agent)
-    fenced: Any = {
-        "configurable": {
-            "thread_id": thread_id,
-            "checkpoint_ns": "",
-            "lease_token": run.lease_token,
-        }
-    }
+    fenced = _fenced(run)
     stored = "SELECT count(*) FROM checkpoints WHERE thread_id = %s"
     writes = "SELECT count(*) FROM checkpoint_writes WHERE thread_id = %s"
 
@@ -132,13 +132,7 @@ def test_held_input_checkpoints_are_seen_by_a_reader(
 ) -> None:
     run = claimed(runtime)
     saver = _saver(runtime, run.agent)
-    fenced: Any = {
-        "configurable": {
-            "thread_id": run.thread_id,
-            "checkpoint_ns": "",
-            "lease_token": run.lease_token,
-        }
-    }
+    fenced = _fenced(run)
     with saver.empty(run.thread_id):
         saved = saver.put(fenced, empty_checkpoint(), {"source": "input", "step": -1}, {})
         assert saver.get_tuple(fenced) is not None  # the reader flushes first

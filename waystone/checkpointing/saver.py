@@ -69,8 +69,6 @@ PULL_TASK = "~__pregel_pull, "  # a task path's start for a node's own (pulled) 
 LATEST_KEPT = 4096  # threads whose latest checkpoint id this process remembers
 
 WriteRow = tuple[str, str, str, str, str, int, str, str, bytes]
-
-
 Statement = tuple[str, Any, bool]  # (sql, params or rows, executemany)
 
 
