@@ -43,13 +43,18 @@ _POINTS = [
         True,
     ),
     CrashPoint(
-        "execute:after-receipt", "after the receipt is recorded, before the checkpoint", True
+        "execute:after-receipt",
+        "after the receipt is recorded (to commit with the checkpoint, when the tool can "
+        "reconcile it; at once, when it cannot), before the checkpoint",
+        True,
     ),
     CrashPoint(
         "confirm:after-lookup", "after the confirmation read-back, before it is recorded", True
     ),
     CrashPoint(
-        "confirm:after-record", "after the confirmation is recorded, before the checkpoint", True
+        "confirm:after-record",
+        "after the confirmation is recorded (to commit with the checkpoint), before it",
+        True,
     ),
     CrashPoint("verify:after-checks", "after verify's checks, before verify's checkpoint", True),
     CrashPoint(

@@ -132,8 +132,8 @@ class Runtime:
         protect, reveal = self._protect, self._reveal
         self.registry = RunRegistry(self.db, redact=protect, reveal=reveal)
         self.signals = SignalBox(self.db, redact=protect, reveal=reveal)
-        self.ledger = Ledger(self.db, redact=protect, reveal=reveal)
         self.saver = make_saver(self.db, redact=self.vault.redact, sealer=self.sealer)
+        self.ledger = Ledger(self.db, redact=protect, reveal=reveal, ride=self.saver.ride)
         self._graphs: dict[str, CompiledStateGraph[Any]] = {}
         self.owner = process_owner()
 

@@ -33,7 +33,7 @@ def resolve_url(settings: Settings) -> str:
     return embedded.ensure_server(settings.home)
 
 
-def _jsonify(params: dict[str, Any]) -> dict[str, Any]:
+def jsonify(params: dict[str, Any]) -> dict[str, Any]:
     return {k: Jsonb(v) if isinstance(v, dict) else v for k, v in params.items()}
 
 
@@ -122,13 +122,13 @@ class Database:
         with self._errors(), self.pool.connection(timeout=30) as conn:
             if fence is None and len(statements) == 1:
                 name, params = statements[0]
-                cur = conn.execute(sql.query(name), _jsonify(params))
+                cur = conn.execute(sql.query(name), jsonify(params))
                 return [cur.fetchall() if cur.description else []]
             with conn.pipeline():
                 if fence is not None:
                     conn.execute(FENCE_SQL, (str(fence),))
                 cursors = [
-                    conn.cursor().execute(sql.query(name), _jsonify(params))
+                    conn.cursor().execute(sql.query(name), jsonify(params))
                     for name, params in statements
                 ]
             return [cur.fetchall() if cur.description else [] for cur in cursors]
@@ -150,7 +150,7 @@ class Database:
         """Run a named query on ``conn`` (inside a caller's transaction) or a pooled one."""
         if conn is not None:
             try:
-                cur = conn.execute(sql.query(name), _jsonify(params))
+                cur = conn.execute(sql.query(name), jsonify(params))
             except psycopg.DatabaseError as exc:
                 raise translate(exc) from exc
             return cur.fetchall() if cur.description else []

@@ -17,6 +17,11 @@ node's return and its checkpoint's commit runs that node again, as LangGraph doe
 crash inside the node; Waystone's nodes are written for that (an effect is in the ledger
 before the node returns). Threads without a lease token are saved as the stock saver does.
 
+A node's own ledger changes may ride with its checkpoint too (``ride``): the receipt of an
+effect the tool can reconcile and a confirmation are committed in the checkpoint's
+transaction, before it, so the step is still one round trip and they are durable exactly
+when the node is done.
+
 A new run's first two checkpoints (its input, and the input mapped by ``__start__``) are no
 node's boundary: both are made from the run's input, which its row already holds. They are
 held too, and committed with the first node's checkpoint; a crash before that starts the
@@ -56,6 +61,7 @@ from psycopg.rows import DictRow, dict_row
 
 from waystone import sql
 from waystone.checkpointing.database import FENCE_SQL, Database, translate
+from waystone.checkpointing.held import Held, Recorder, Statement
 from waystone.errors import LeaseLost
 from waystone.privacy.seal import SealedSerializer, Sealer, open_value
 
@@ -67,39 +73,6 @@ STRUCTURAL = frozenset({"source", "step", "parents", "run_id"})  # left readable
 LEASE_KEY = "lease_token"
 PULL_TASK = "~__pregel_pull, "  # a task path's start for a node's own (pulled) task
 LATEST_KEPT = 4096  # threads whose latest checkpoint id this process remembers
-
-WriteRow = tuple[str, str, str, str, str, int, str, str, bytes]
-Statement = tuple[str, Any, bool]  # (sql, params or rows, executemany)
-
-
-class _Held:
-    """What a thread's next save commits with its own: held checkpoints (their blobs and
-    rows, as statements) and the pending writes of the latest one's task."""
-
-    def __init__(
-        self, lease_token: int, rows: list[WriteRow], statements: list[Statement] | None = None
-    ) -> None:
-        self.lease_token = lease_token
-        self.rows = rows
-        self.statements = statements or []
-
-    def all(self, insert_writes: str) -> list[Statement]:
-        if not self.rows:
-            return self.statements
-        return [*self.statements, (insert_writes, self.rows, True)]
-
-
-class _Recorder:
-    """A cursor that keeps the statements of a held save instead of sending them."""
-
-    def __init__(self) -> None:
-        self.statements: list[Statement] = []
-
-    def execute(self, query: str, params: Any = None) -> None:
-        self.statements.append((query, params, False))
-
-    def executemany(self, query: str, params_seq: Any) -> None:
-        self.statements.append((query, list(params_seq), True))
 
 
 class WaystoneSaver(PostgresSaver):
@@ -119,7 +92,7 @@ class WaystoneSaver(PostgresSaver):
         self._redact = redact
         self._sealer = sealer
         self._held_lock = threading.Lock()
-        self._held: dict[tuple[str, str], _Held] = {}
+        self._held: dict[tuple[str, str], Held] = {}
         # (thread, ns) -> the id of the latest checkpoint this process committed, or the
         # one it is saving. Only writes made from it can wait for the next save.
         self._latest: OrderedDict[tuple[str, str], str | None] = OrderedDict()
@@ -202,7 +175,7 @@ class WaystoneSaver(PostgresSaver):
         for held in found:
             self._write_held(held)
 
-    def _write_held(self, held: _Held) -> None:
+    def _write_held(self, held: Held) -> None:
         with self.fenced(held.lease_token):
             self._fence.held = held.all(self.INSERT_CHECKPOINT_WRITES_SQL)
             try:
@@ -297,7 +270,7 @@ class WaystoneSaver(PostgresSaver):
         earlier = held.all(self.INSERT_CHECKPOINT_WRITES_SQL) if held else None
         try:
             if hold and lease is not None:
-                recorder = _Recorder()
+                recorder = Recorder()
                 self._fence.recorder = recorder
                 try:
                     saved = super().put(config, checkpoint, metadata, new_versions)
@@ -305,7 +278,7 @@ class WaystoneSaver(PostgresSaver):
                     self._fence.recorder = None
                 statements = [*(earlier or []), *recorder.statements]
                 with self._held_lock:
-                    self._held[where] = _Held(lease, [], statements)
+                    self._held[where] = Held(lease, [], statements)
             else:
                 with self._fenced(config):
                     self._fence.held = earlier
@@ -339,7 +312,7 @@ class WaystoneSaver(PostgresSaver):
                 held = self._held.get(where)
                 if checkpoint_id in current and (held is None or not held.rows):
                     if held is None:
-                        self._held[where] = _Held(int(configurable[LEASE_KEY]), rows)
+                        self._held[where] = Held(int(configurable[LEASE_KEY]), rows)
                     else:  # after a held checkpoint: its task's writes wait with it
                         held.rows = rows
                     return
@@ -363,6 +336,22 @@ class WaystoneSaver(PostgresSaver):
         """Commit the writes held for ``thread_id`` (normally its next save does); raises
         :class:`LeaseLost` when the lease they were made under has moved on."""
         self._flush_thread({"configurable": {"thread_id": thread_id}})
+
+    def ride(self, thread_id: str, lease_token: int, statements: Sequence[Statement]) -> None:
+        """Commit ``statements`` (fenced by ``lease_token``) in the transaction of the
+        thread's next save, before it: a node's own ledger change then becomes durable
+        exactly when the node's checkpoint does. They go out as held writes do: with the
+        next save, an error or interrupt write, a reader's flush, or the driver's."""
+        where = (thread_id, "")
+        with self._held_lock:
+            held = self._held.get(where)
+            if held is not None and held.lease_token == lease_token:
+                held.statements.extend(statements)
+                return
+        if held is not None:  # an earlier lease's, in this process: out first, or dropped
+            self._flush_before_read({"configurable": {"thread_id": thread_id}})
+        with self._held_lock:
+            self._held.setdefault(where, Held(lease_token, [])).statements.extend(statements)
 
     def _redact_value(self, value: Any) -> Any:
         assert self._redact is not None

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
 
-from waystone.checkpointing.database import Database
+from waystone import sql
+from waystone.checkpointing.database import Database, jsonify
+from waystone.checkpointing.held import Statement
+
+Rider = Callable[[str, int, list[Statement]], None]  # (thread, lease token, statements)
 
 WRITTEN_KEPT = 1024  # effects remembered as this process wrote them
 
@@ -45,17 +50,20 @@ class Effect:
 
 
 class Ledger:
-    """``redact`` runs over arguments, receipts, confirmations and errors before writing."""
+    """``redact`` runs over arguments, receipts, confirmations and errors before writing.
+    ``ride`` (the saver's) lets a change commit with the writing run's next checkpoint."""
 
     def __init__(
         self,
         db: Database,
         redact: Callable[[Any], Any] = lambda v: v,
         reveal: Callable[[Any], Any] = lambda v: v,
+        ride: Rider | None = None,
     ) -> None:
         self.db = db
         self.redact = redact
         self.reveal = reveal
+        self.ride = ride
         # effects this process last wrote, by (writing run, key), with the lease token
         self._written: OrderedDict[tuple[str, str], tuple[int, Effect]] = OrderedDict()
         self._lock = threading.Lock()
@@ -161,9 +169,15 @@ class Ledger:
         error: str | None = None,
         fence: int | None = None,
         note: Note | None = None,
+        current: Effect | None = None,
     ) -> Effect:
         """Change an effect; with ``note``, its event goes in the same transaction (one
-        round trip), so the history says what the ledger says."""
+        round trip), so the history says what the ledger says.
+
+        With ``current`` (the effect as this run last wrote or read it, under ``fence``),
+        a note and a rider, the change is not sent now: it commits with the run's next
+        checkpoint, in its transaction (see the saver's ``ride``), and the changed effect
+        is worked out here. For a change that a crash may lose: the node runs again."""
         params: dict[str, Any] = {
             "key": key,
             "status": status,
@@ -171,6 +185,19 @@ class Ledger:
             "confirmation": self.redact(confirmation),
             "error": self.redact(error),
         }
+        if current is not None and note is not None and fence is not None and self.ride:
+            noted = {
+                **params,
+                "thread_id": note.thread_id,
+                "kind": note.kind,
+                "reason": self.redact(note.reason),
+                "evidence": self.redact(note.evidence),
+                "lease_token": fence,
+            }
+            self.ride(
+                note.thread_id, fence, [(sql.query("update_effect_noted"), jsonify(noted), False)]
+            )
+            return self._wrote(self._changed(current, params), fence, note.thread_id)
         if note is None:
             rows = self.db.fetch_all("update_effect", fence=fence, **params)
         else:
@@ -187,3 +214,22 @@ class Ledger:
         if not rows:
             raise KeyError(f"no effect with key {key!r} in the ledger")
         return self._wrote(self._effect(rows[0]), fence, note.thread_id if note else None)
+
+    def _changed(self, current: Effect, params: dict[str, Any]) -> Effect:
+        """``current`` as ``update_effect`` will leave it (values as read back: JSON)."""
+
+        def stored(value: Any) -> Any:
+            return self.reveal(json.loads(json.dumps(value)))
+
+        return replace(
+            current,
+            status=params["status"],
+            receipt=current.receipt if params["receipt"] is None else stored(params["receipt"]),
+            confirmation=(
+                current.confirmation
+                if params["confirmation"] is None
+                else stored(params["confirmation"])
+            ),
+            error=None if params["error"] is None else stored(params["error"]),
+            updated_at=datetime.now(UTC),
+        )

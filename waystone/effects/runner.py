@@ -258,6 +258,10 @@ class EffectRunner:
             )
             return self._step("unknown", tool), row, None
         crash_point("execute:after-apply", tool.name)
+        # A receipt that a crash may lose is reconciled without a person (looked up, or
+        # applied again under the key the provider dedupes on): it commits with execute's
+        # checkpoint. Otherwise it is committed now, on its own.
+        reconcilable = tool.idempotent_by_key or tool.lookup is not None
         row = self.ledger.update(
             key,
             "applied",
@@ -269,6 +273,7 @@ class EffectRunner:
                 f"{tool.name} applied",
                 {"key": key, "receipt": receipt, "attempt": attempt},
             ),
+            current=row if reconcilable else None,
         )
         crash_point("execute:after-receipt", tool.name)
         return Step.CONFIRM, row, EffectResult("applied", row.receipt)  # the redacted copy

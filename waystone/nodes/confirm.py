@@ -15,7 +15,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from waystone.crash import crash_point
-from waystone.effects.ledger import Note
+from waystone.effects.ledger import Effect, Note
 from waystone.effects.tools import Tool
 from waystone.errors import PermanentError, TransientError, UnknownOutcome
 from waystone.graph.ports import Ports, RunScope
@@ -47,6 +47,7 @@ def make_confirm(ports: Ports) -> Any:
         tool = ports.tool(action["tool"])
         assert tool is not None
         confirmation = state.get("confirmation")
+        row: Effect | None = None
         if confirmation is None:
             # what execute just wrote, if it ran in this process for this run and lease
             row = ports.ledger.written(
@@ -77,6 +78,7 @@ def make_confirm(ports: Ports) -> Any:
                     f"{tool.name} read back",
                     {"key": action["key"]},
                 ),
+                current=row,  # a read-back is safe to repeat: it commits with the checkpoint
             )
             confirmation = row.confirmation  # the redacted copy: the state holds no PII
             crash_point("confirm:after-record", tool.name)

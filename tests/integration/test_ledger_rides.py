@@ -1,0 +1,100 @@
+"""A node's own ledger change commits with its checkpoint, in one transaction: a receipt
+the tool can reconcile (execute's) and a confirmation (confirm's). Killed between the
+change and the checkpoint, neither is in Postgres; the resumed run reconciles or reads
+back again, and every effect still happens once. A receipt that only a person could
+reconcile is committed at once, on its own.
+
+Real CLI processes, real SIGKILL at the crash points, the real provider on loopback.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import psycopg
+
+from tests.conftest import REFUND_INPUT, Cli
+from waystone.examples.provider import ProviderProcess
+
+SMALL = {**REFUND_INPUT, "amount": "40.00"}  # under the approval threshold: no wait
+UNSAFE = {"WAYSTONE_AGENTS": "tests.support.unsafe:build"}
+
+
+def _start(cli: Cli, agent: str, payload: dict[str, Any], env: dict[str, str]) -> str:
+    started = cli("start", "--agent", agent, "--input", json.dumps(payload), "--json", env=env)
+    assert started.returncode == 0, started.stderr
+    thread_id: str = json.loads(started.stdout)["thread_id"]
+    return thread_id
+
+
+def _killed_at(cli: Cli, thread_id: str, point: str, env: dict[str, str] | None = None) -> None:
+    killed = cli("run", thread_id, env={**(env or {}), "WAYSTONE_CRASH_AT": point})
+    assert killed.returncode == -9, killed.stderr
+
+
+def _resumed(cli: Cli, thread_id: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    resumed = cli("run", thread_id, "--json", env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    status: dict[str, Any] = json.loads(resumed.stdout)
+    return status
+
+
+def _ledger(sql: psycopg.Connection[Any], thread_id: str) -> list[tuple[Any, ...]]:
+    return sql.execute(
+        "SELECT tool, status FROM waystone.effects WHERE thread_id = %s ORDER BY ordinal",
+        (thread_id,),
+    ).fetchall()
+
+
+def _event_count(sql: psycopg.Connection[Any], thread_id: str, kind: str) -> int:
+    row = sql.execute(
+        "SELECT count(*) FROM waystone.run_events WHERE thread_id = %s AND kind = %s",
+        (thread_id, kind),
+    ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_a_reconcilable_receipt_commits_with_executes_checkpoint(
+    cli: Cli, provider: ProviderProcess, sql: psycopg.Connection[Any]
+) -> None:
+    thread_id = _start(cli, "refund", SMALL, {})
+    _killed_at(cli, thread_id, "execute:after-receipt@refund")
+    assert len(provider.ledger()["refunds"]) == 1  # the provider applied it
+    assert _ledger(sql, thread_id) == [("refund", "intent")]  # the receipt died with it
+    assert _event_count(sql, thread_id, "effect-applied") == 0
+
+    status = _resumed(cli, thread_id)
+    assert status["state"] == "done", status
+    assert len(provider.ledger()["refunds"]) == 1  # looked up, not applied again
+    assert _ledger(sql, thread_id) == [("refund", "confirmed"), ("notify_customer", "confirmed")]
+    assert _event_count(sql, thread_id, "reconciled") == 1
+
+
+def test_a_receipt_only_a_person_could_reconcile_is_committed_at_once(
+    cli: Cli, provider: ProviderProcess, sql: psycopg.Connection[Any]
+) -> None:
+    thread_id = _start(cli, "unsafe", {"to": "ana@example.com"}, UNSAFE)
+    _killed_at(cli, thread_id, "execute:after-receipt@fax", UNSAFE)
+    assert _ledger(sql, thread_id) == [("fax", "applied")]  # no lookup, no key: kept now
+
+    status = _resumed(cli, thread_id, UNSAFE)
+    assert status["state"] == "done", status  # not needs-human: the receipt survived
+    assert len(provider.ledger()["notifications"]) == 1
+    assert _ledger(sql, thread_id) == [("fax", "confirmed")]
+
+
+def test_a_confirmation_commits_with_confirms_checkpoint(
+    cli: Cli, provider: ProviderProcess, sql: psycopg.Connection[Any]
+) -> None:
+    thread_id = _start(cli, "refund", SMALL, {})
+    _killed_at(cli, thread_id, "confirm:after-record@refund")
+    assert _ledger(sql, thread_id) == [("refund", "applied")]  # the confirmation died too
+    assert _event_count(sql, thread_id, "effect-confirmed") == 0
+
+    status = _resumed(cli, thread_id)
+    assert status["state"] == "done", status
+    assert len(provider.ledger()["refunds"]) == 1
+    assert _ledger(sql, thread_id) == [("refund", "confirmed"), ("notify_customer", "confirmed")]
+    assert _event_count(sql, thread_id, "effect-confirmed") == 2  # read back once more
