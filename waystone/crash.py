@@ -59,7 +59,8 @@ _POINTS = [
     CrashPoint("verify:after-checks", "after verify's checks, before verify's checkpoint", True),
     CrashPoint(
         "run:after-checkpoint",
-        "after the graph's last checkpoint, before the run's state transition",
+        "after the graph's last invoke, before the run's state transition (a run that "
+        "ends has made it with its last checkpoint; a run that waits has not)",
         False,
     ),
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import select
 import time
@@ -35,6 +36,12 @@ def resolve_url(settings: Settings) -> str:
 
 def jsonify(params: dict[str, Any]) -> dict[str, Any]:
     return {k: Jsonb(v) if isinstance(v, dict) else v for k, v in params.items()}
+
+
+def stored(value: Any) -> Any:
+    """A parameter as Postgres gives it back (from a JSONB or text column): for a row
+    worked out here instead of read back."""
+    return json.loads(json.dumps(value))
 
 
 @dataclass

@@ -67,6 +67,8 @@ from waystone.privacy.seal import SealedSerializer, Sealer, open_value
 
 logger = logging.getLogger(__name__)
 
+Finisher = Callable[[dict[str, Any]], list[Statement] | None]
+
 BOX = "__waystone_boxed__"
 STRUCTURAL = frozenset({"source", "step", "parents", "run_id"})  # left readable: queried
 
@@ -99,6 +101,8 @@ class WaystoneSaver(PostgresSaver):
         self._saving: dict[tuple[str, str], str] = {}
         self._empty: set[str] = set()  # threads known to have no checkpoint (see `empty`)
         self._fresh: set[str] = set()  # new runs whose input saves may wait (see `empty`)
+        self._finishers: dict[str, tuple[int, Finisher]] = {}  # see `finishing`
+        self._finished: set[str] = set()
 
     # -- at rest: primitives boxed into (sealed) blobs, metadata sealed, then undone ------
 
@@ -157,6 +161,22 @@ class WaystoneSaver(PostgresSaver):
         finally:
             self._empty.discard(thread_id)
             self._fresh.discard(thread_id)
+
+    @contextmanager
+    def finishing(
+        self, thread_id: str, lease_token: int, finish: Finisher
+    ) -> Iterator[Callable[[], bool]]:
+        """Inside, each save of ``thread_id`` under ``lease_token`` asks ``finish`` (given
+        the checkpoint's values) for statements to commit in the save's own transaction:
+        the run's final transition, with the graph's last checkpoint. Yields whether a save
+        committed some."""
+        self._finishers[thread_id] = (lease_token, finish)
+        self._finished.discard(thread_id)
+        try:
+            yield lambda: thread_id in self._finished
+        finally:
+            self._finishers.pop(thread_id, None)
+            self._finished.discard(thread_id)
 
     def _flush_before_read(self, config: RunnableConfig | None) -> None:
         """A reader in this process sees the writes held for the thread's next save. If
@@ -247,6 +267,7 @@ class WaystoneSaver(PostgresSaver):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         step = metadata.get("step")
+        values = checkpoint["channel_values"]
         checkpoint, metadata = self._protect(checkpoint, metadata, new_versions)
         where = _where(config)
         self._empty.discard(where[0])
@@ -280,9 +301,13 @@ class WaystoneSaver(PostgresSaver):
                 with self._held_lock:
                     self._held[where] = Held(lease, [], statements)
             else:
+                finisher = self._finishers.get(where[0]) if where[1] == "" else None
+                ending = finisher[1](values) if finisher and finisher[0] == lease else None
                 with self._fenced(config):
-                    self._fence.held = earlier
+                    self._fence.held = [*(earlier or []), *(ending or [])]
                     saved = super().put(config, checkpoint, metadata, new_versions)
+                if ending:
+                    self._finished.add(where[0])
         finally:
             with self._held_lock:
                 self._saving.pop(where, None)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -11,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from waystone import sql
-from waystone.checkpointing.database import Database, jsonify
+from waystone.checkpointing.database import Database, jsonify, stored
 from waystone.checkpointing.held import Statement
 
 Rider = Callable[[str, int, list[Statement]], None]  # (thread, lease token, statements)
@@ -218,18 +217,18 @@ class Ledger:
     def _changed(self, current: Effect, params: dict[str, Any]) -> Effect:
         """``current`` as ``update_effect`` will leave it (values as read back: JSON)."""
 
-        def stored(value: Any) -> Any:
-            return self.reveal(json.loads(json.dumps(value)))
+        def opened(value: Any) -> Any:
+            return self.reveal(stored(value))
 
         return replace(
             current,
             status=params["status"],
-            receipt=current.receipt if params["receipt"] is None else stored(params["receipt"]),
+            receipt=current.receipt if params["receipt"] is None else opened(params["receipt"]),
             confirmation=(
                 current.confirmation
                 if params["confirmation"] is None
-                else stored(params["confirmation"])
+                else opened(params["confirmation"])
             ),
-            error=None if params["error"] is None else stored(params["error"]),
+            error=None if params["error"] is None else opened(params["error"]),
             updated_at=datetime.now(UTC),
         )

@@ -2,8 +2,10 @@
 
 claim -> resume the graph (initial input; the signal or decision it waits for; a timeout;
 or nothing, after a crash) -> transition (waiting / done / failed / needs-human) and
-consume the signals used, in one transaction. A heartbeat thread keeps the lease while
-the graph runs; every write carries the lease token (fencing).
+consume the signals used, in one transaction. A run that ends makes that transition in
+the transaction of its graph's last checkpoint (see ``_Ending``); a run that waits makes
+it after. A heartbeat thread keeps the lease while the graph runs; every write carries
+the lease token (fencing).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import RunControl
 from langgraph.types import Command, Interrupt, StateSnapshot
 
+from waystone.checkpointing.held import Statement
 from waystone.crash import crash_point
 from waystone.graph.state import initial_state
 from waystone.runs.registry import Run, RunRegistry
@@ -144,27 +147,57 @@ def drive(
         snapshot = graph.get_state(config)
         if not snapshot.values:
             payload = initial_state(run.goal, run.input)
-    while True:
-        waiting_on = waiting_interrupt(snapshot) if snapshot is not None else None
-        if payload is None and waiting_on is not None:
-            payload = _answer(waiting_on, run, signals)
-            if payload is None:
-                break  # still waiting: nothing arrived and the wait has not timed out
-        try:
-            with _known_empty(graph, run.thread_id, snapshot is None):
-                out = graph.invoke(payload, config, durability="sync", control=control)
-        except BaseException:
-            with suppress(Exception):  # best effort: the graph's own error is the one to see
-                _flush(graph, run.thread_id)
-            raise
-        _flush(graph, run.thread_id)
-        crash_point("run:after-checkpoint")
-        payload = None
-        snapshot = _reached(out) or graph.get_state(config)
-        waiting_on = waiting_interrupt(snapshot)
-        if waiting_on is None or not _available(waiting_on, run.thread_id, signals):
-            break  # ended, or waits for something that has not arrived yet
+    ending = _Ending(registry, run)
+    finishing = getattr(graph.checkpointer, "finishing", None)
+    with (
+        finishing(run.thread_id, run.lease_token, ending)
+        if finishing is not None
+        else nullcontext(lambda: False)
+    ) as finished:
+        while True:
+            waiting_on = waiting_interrupt(snapshot) if snapshot is not None else None
+            if payload is None and waiting_on is not None:
+                payload = _answer(waiting_on, run, signals)
+                if payload is None:
+                    break  # still waiting: nothing arrived and the wait has not timed out
+            try:
+                with _known_empty(graph, run.thread_id, snapshot is None):
+                    out = graph.invoke(payload, config, durability="sync", control=control)
+            except BaseException:
+                with suppress(Exception):  # best effort: the graph's own error is the one
+                    _flush(graph, run.thread_id)
+                raise
+            _flush(graph, run.thread_id)
+            crash_point("run:after-checkpoint")
+            payload = None
+            snapshot = _reached(out) or graph.get_state(config)
+            waiting_on = waiting_interrupt(snapshot)
+            if waiting_on is None or not _available(waiting_on, run.thread_id, signals):
+                break  # ended, or waits for something that has not arrived yet
+        if finished() and ending.ended is not None:
+            return ending.ended  # it ended in its last checkpoint's transaction
     return settle(graph, run, registry, signals, snapshot)
+
+
+class _Ending:
+    """A run that ends is moved on in the transaction of its graph's last checkpoint, the
+    one with an outcome (routing ends the graph there): no step between the two for a
+    crash to fall into, and one round trip less. A run that waits is settled after."""
+
+    def __init__(self, registry: RunRegistry, run: Run) -> None:
+        self.registry = registry
+        self.run = run
+        self.ended: Run | None = None
+
+    def __call__(self, values: dict[str, Any]) -> list[Statement] | None:
+        outcome = values.get("outcome")
+        if not outcome:
+            return None
+        evidence = {"outcome": outcome, "evidence": list(values.get("evidence") or [])[-5:]}
+        statement, self.ended = self.registry.ending(
+            self.run, outcome["state"], outcome["reason"], evidence
+        )
+        return [statement]
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,13 @@ import os
 import socket
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
 
-from waystone.checkpointing.database import Conn, Database
+from waystone import sql
+from waystone.checkpointing.database import Conn, Database, jsonify, stored
+from waystone.checkpointing.held import Statement
 from waystone.errors import LeaseLost, TransitionNotAllowed, UnknownThread
 from waystone.runs.states import ALLOWED, STATES
 
@@ -100,6 +102,60 @@ class RunRegistry:
         self.db = db
         self.redact = redact  # on the way in: tokens for personal data, sealed at rest
         self.reveal = reveal  # on the way out: sealed values opened (tokens stay tokens)
+
+    def _transition_params(
+        self,
+        thread_id: str,
+        to_state: str,
+        reason: str,
+        evidence: dict[str, Any] | None,
+        sources: tuple[str, ...],
+        lease_token: int | None,
+        actor: str,
+        spend_signals: bool,
+    ) -> dict[str, Any]:
+        return {
+            "thread_id": thread_id,
+            "to_state": to_state,
+            "reason": self.redact(reason),
+            "evidence": self.redact(evidence or {}),
+            "actor": actor,
+            "from_states": list(sources),
+            "lease_token": lease_token,
+            "spend_signals": spend_signals,
+        }
+
+    def ending(
+        self, run: Run, to_state: str, reason: str, evidence: dict[str, Any]
+    ) -> tuple[Statement, Run]:
+        """The transition that ends ``run`` (running, under its lease, to ``to_state``,
+        spending its signals) as a statement for another transaction to commit (the graph's
+        last checkpoint's: see the driver), and the run as it leaves it."""
+        if to_state not in STATES:
+            raise TransitionNotAllowed(f"unknown state {to_state!r}")
+        params = self._transition_params(
+            run.thread_id,
+            to_state,
+            reason,
+            evidence,
+            ("running",),
+            run.lease_token,
+            "waystone",
+            True,
+        )
+        params.update(waiting_for=None, wake_at=None, bump=False)
+        ended = replace(
+            run,
+            state=to_state,
+            reason=self.reveal(stored(params["reason"])),
+            evidence=self.reveal(stored(params["evidence"])),
+            lease_owner=None,
+            lease_expires_at=None,
+            waiting_for=None,
+            wake_at=None,
+            updated_at=datetime.now(UTC),
+        )
+        return (sql.query("transition"), jsonify(params), False), ended
 
     def _run(self, row: dict[str, Any]) -> Run:
         opened = {**row}
@@ -190,20 +246,16 @@ class RunRegistry:
         if to_state not in STATES:
             raise TransitionNotAllowed(f"unknown state {to_state!r}")
         sources = from_states or tuple(s for s, dsts in ALLOWED.items() if to_state in dsts)
+        params = self._transition_params(
+            thread_id, to_state, reason, evidence, sources, lease_token, actor, spend_signals
+        )
         rows = self.db.execute(
             "transition",
             conn=conn,
-            thread_id=thread_id,
-            to_state=to_state,
-            reason=self.redact(reason),
-            evidence=self.redact(evidence or {}),
-            actor=actor,
-            from_states=list(sources),
-            lease_token=lease_token,
+            **params,
             waiting_for=waiting_for,
             wake_at=wake_at,
             bump=bump,
-            spend_signals=spend_signals,
         )
         if rows:
             return self._run(rows[0])

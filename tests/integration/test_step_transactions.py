@@ -1,10 +1,12 @@
-"""A node's own ledger change commits with its checkpoint, in one transaction: a receipt
-the tool can reconcile (execute's) and a confirmation (confirm's). Killed between the
-change and the checkpoint, neither is in Postgres; the resumed run reconciles or reads
-back again, and every effect still happens once. A receipt that only a person could
-reconcile is committed at once, on its own.
+"""What commits with a node's checkpoint, in its transaction: the node's own ledger change
+(the receipt of an effect the tool can reconcile, execute's; a confirmation, confirm's),
+and, for the graph's last checkpoint, the run's final transition.
 
-Real CLI processes, real SIGKILL at the crash points, the real provider on loopback.
+Killed between a ledger change and the checkpoint, neither is in Postgres; the resumed
+run reconciles or reads back again, and every effect still happens once. A receipt that
+only a person could reconcile is committed at once, on its own. Real CLI processes, real
+SIGKILL at the crash points, the real provider on loopback; "the same transaction" is
+read from Postgres itself (rows a transaction writes carry its id, ``xmin``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 import psycopg
 
 from tests.conftest import REFUND_INPUT, Cli
+from waystone import Runtime
 from waystone.examples.provider import ProviderProcess
 
 SMALL = {**REFUND_INPUT, "amount": "40.00"}  # under the approval threshold: no wait
@@ -98,3 +101,29 @@ def test_a_confirmation_commits_with_confirms_checkpoint(
     assert len(provider.ledger()["refunds"]) == 1
     assert _ledger(sql, thread_id) == [("refund", "confirmed"), ("notify_customer", "confirmed")]
     assert _event_count(sql, thread_id, "effect-confirmed") == 2  # read back once more
+
+
+def test_a_run_that_ends_moves_on_in_its_last_checkpoints_transaction(
+    runtime: Runtime, provider: ProviderProcess, sql: psycopg.Connection[Any]
+) -> None:
+    thread_id = runtime.start("refund", SMALL).thread_id
+    status = runtime.run(thread_id)
+    assert status.state == "done", status
+    assert len(provider.ledger()["refunds"]) == 1
+
+    def xmins(query: str) -> list[str]:
+        return [r[0] for r in sql.execute(query, (thread_id,)).fetchall()]
+
+    checkpoints = xmins(
+        "SELECT xmin::text FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = '' "
+        "ORDER BY checkpoint_id"
+    )
+    (run,) = xmins("SELECT xmin::text FROM waystone.runs WHERE thread_id = %s")
+    (done,) = xmins(
+        "SELECT xmin::text FROM waystone.run_events WHERE thread_id = %s "
+        "AND kind = 'transition' AND to_state = 'done'"
+    )
+    assert run == done == checkpoints[-1]  # the last checkpoint and `done`: one commit
+    assert len(set(checkpoints)) == len(checkpoints) - 2  # the input ones ride with the first
+    confirmed = xmins("SELECT xmin::text FROM waystone.effects WHERE thread_id = %s")
+    assert len(confirmed) == 2 and set(confirmed) <= set(checkpoints)  # with confirm's
