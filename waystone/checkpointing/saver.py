@@ -60,17 +60,16 @@ from psycopg import Cursor
 from psycopg.rows import DictRow, dict_row
 
 from waystone import sql
+from waystone.checkpointing.at_rest import protect, reveal
 from waystone.checkpointing.database import FENCE_SQL, Database, translate
 from waystone.checkpointing.held import Held, Recorder, Statement
 from waystone.errors import LeaseLost
-from waystone.privacy.seal import SealedSerializer, Sealer, open_value
+from waystone.privacy.seal import SealedSerializer, Sealer
 
 logger = logging.getLogger(__name__)
 
 Finisher = Callable[[dict[str, Any]], list[Statement] | None]
 
-BOX = "__waystone_boxed__"
-STRUCTURAL = frozenset({"source", "step", "parents", "run_id"})  # left readable: queried
 
 LEASE_KEY = "lease_token"
 PULL_TASK = "~__pregel_pull, "  # a task path's start for a node's own (pulled) task
@@ -104,49 +103,12 @@ class WaystoneSaver(PostgresSaver):
         self._finishers: dict[str, tuple[int, Finisher]] = {}  # see `finishing`
         self._finished: set[str] = set()
 
-    # -- at rest: primitives boxed into (sealed) blobs, metadata sealed, then undone ------
-
-    def _protect(
-        self, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions
-    ) -> tuple[Checkpoint, CheckpointMetadata]:
-        values = checkpoint["channel_values"]
-        if self._redact is not None:
-            # What this save writes: the channels that changed (as blobs) and the primitives
-            # (inline); an unchanged blob is not written again, so it is not scanned again.
-            redact = self._redact
-            values = {
-                k: redact(v) if k in new_versions or _inline(v) else v for k, v in values.items()
-            }
-            metadata = redact(metadata)
-        if self._sealer is not None:
-            # LangGraph keeps str/int/float/bool values inline in the checkpoint's JSONB;
-            # boxed, they travel as blobs through the sealed serializer instead
-            values = {
-                k: {BOX: v} if isinstance(v, str | int | float | bool) else v
-                for k, v in values.items()
-            }
-            metadata = {
-                k: v if k in STRUCTURAL else self._sealer.seal(v) for k, v in metadata.items()
-            }  # type: ignore[assignment]
-        return {**checkpoint, "channel_values": values}, metadata
-
-    def _reveal(self, found: CheckpointTuple | None) -> CheckpointTuple | None:
-        if found is None:
-            return None
-        values = found.checkpoint.get("channel_values", {})
-        for k, v in list(values.items()):
-            if isinstance(v, dict) and set(v) == {BOX}:
-                values[k] = v[BOX]
-        for k, v in list(found.metadata.items()):
-            found.metadata[k] = open_value(self._sealer, v)  # type: ignore[literal-required]
-        return found
-
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         configurable = config.get("configurable") or {}
         if configurable.get("thread_id") in self._empty and not configurable.get("checkpoint_id"):
             return None  # a new run's first read: nothing to read back
         self._flush_before_read(config)
-        return self._reveal(super().get_tuple(config))
+        return reveal(self._sealer, super().get_tuple(config))
 
     @contextmanager
     def empty(self, thread_id: str) -> Iterator[None]:
@@ -168,8 +130,9 @@ class WaystoneSaver(PostgresSaver):
     ) -> Iterator[Callable[[], bool]]:
         """Inside, each save of ``thread_id`` under ``lease_token`` asks ``finish`` (given
         the checkpoint's values) for statements to commit in the save's own transaction:
-        the run's final transition, with the graph's last checkpoint. Yields whether a save
-        committed some."""
+        the run's final transition, with the graph's last checkpoint. They go first: the
+        transition locks the run's row, so the fence checks after it never need to upgrade
+        a share lock on it. Yields whether a save committed some."""
         self._finishers[thread_id] = (lease_token, finish)
         self._finished.discard(thread_id)
         try:
@@ -214,7 +177,7 @@ class WaystoneSaver(PostgresSaver):
     ) -> Iterator[CheckpointTuple]:
         self._flush_before_read(config)
         for found in super().list(config, filter=filter, before=before, limit=limit):
-            revealed = self._reveal(found)
+            revealed = reveal(self._sealer, found)
             assert revealed is not None
             yield revealed
 
@@ -268,7 +231,9 @@ class WaystoneSaver(PostgresSaver):
     ) -> RunnableConfig:
         step = metadata.get("step")
         values = checkpoint["channel_values"]
-        checkpoint, metadata = self._protect(checkpoint, metadata, new_versions)
+        checkpoint, metadata = protect(
+            checkpoint, metadata, new_versions, self._redact, self._sealer
+        )
         where = _where(config)
         self._empty.discard(where[0])
         token = (config.get("configurable") or {}).get(LEASE_KEY)
@@ -493,11 +458,6 @@ class WaystoneSaver(PostgresSaver):
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
-
-
-def _inline(value: Any) -> bool:
-    """LangGraph keeps these in the checkpoint row itself, rewritten on every save."""
-    return value is None or isinstance(value, str | int | float | bool)
 
 
 def _where(config: RunnableConfig) -> tuple[str, str]:

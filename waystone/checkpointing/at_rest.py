@@ -1,0 +1,63 @@
+"""A checkpoint at rest: personal data redacted, and with a key, everything sealed.
+
+LangGraph keeps str/int/float/bool channel values inline in the checkpoint's JSONB, where
+the sealed serializer never sees them; boxed, they travel as blobs through it instead.
+Metadata is sealed key by key, except the keys LangGraph queries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from langgraph.checkpoint.base import (
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+)
+
+from waystone.privacy.seal import Sealer, open_value
+
+BOX = "__waystone_boxed__"
+STRUCTURAL = frozenset({"source", "step", "parents", "run_id"})  # left readable: queried
+
+
+def protect(
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    new_versions: ChannelVersions,
+    redact: Callable[[Any], Any] | None,
+    sealer: Sealer | None,
+) -> tuple[Checkpoint, CheckpointMetadata]:
+    """The checkpoint and metadata as they are to be written."""
+    values = checkpoint["channel_values"]
+    if redact is not None:
+        # What this save writes: the channels that changed (as blobs) and the primitives
+        # (inline); an unchanged blob is not written again, so it is not scanned again.
+        values = {k: redact(v) if k in new_versions or _inline(v) else v for k, v in values.items()}
+        metadata = redact(metadata)
+    if sealer is not None:
+        values = {
+            k: {BOX: v} if isinstance(v, str | int | float | bool) else v for k, v in values.items()
+        }
+        metadata = {k: v if k in STRUCTURAL else sealer.seal(v) for k, v in metadata.items()}  # type: ignore[assignment]
+    return {**checkpoint, "channel_values": values}, metadata
+
+
+def reveal(sealer: Sealer | None, found: CheckpointTuple | None) -> CheckpointTuple | None:
+    """A checkpoint as read back, unboxed and its metadata opened (in place)."""
+    if found is None:
+        return None
+    values = found.checkpoint.get("channel_values", {})
+    for k, v in list(values.items()):
+        if isinstance(v, dict) and set(v) == {BOX}:
+            values[k] = v[BOX]
+    for k, v in list(found.metadata.items()):
+        found.metadata[k] = open_value(sealer, v)  # type: ignore[literal-required]
+    return found
+
+
+def _inline(value: Any) -> bool:
+    """LangGraph keeps these in the checkpoint row itself, rewritten on every save."""
+    return value is None or isinstance(value, str | int | float | bool)
