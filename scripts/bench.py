@@ -11,15 +11,17 @@ Per step (median and p95 over repeated runs of the same 5-step work):
   waystone_marginal  what one more action adds per node step (a 5-action run less a
              1-action run, over the node steps between them): a step once the costs of a
              run (start, claim, settle) are paid
-A step is one checkpointed node step, counted alike for both graphs (checkpoints less the
-input one and the one after __start__): 5 for the stock graph, 6 for Waystone's.
   dbos       a 5-step DBOS Transact workflow (optional: `pip install -e '.[bench]'`;
              skipped with a message when absent)
+A step is one checkpointed node step, counted alike for both graphs (checkpoints less the
+input one and the one after __start__): 5 for the stock graph, 6 for Waystone's. The rows
+are measured in interleaved rounds (each row once per round), so a machine whose speed
+drifts during the run moves every row alike; `--blocks` measures row after row instead.
 Then: runs per second with 1, 2 and 4 worker processes; bytes stored per action at 10 and
 200 actions; time from a killed worker's lease expiry to the run's next step; time from
 `approve` to the next step with an idle worker.
 
-    python scripts/bench.py [--quick] [--json] [--workers 1,2,4]
+    python scripts/bench.py [--quick] [--json] [--blocks] [--workers 1,2,4]
 
 Uses WAYSTONE_DATABASE_URL, or the embedded Postgres under WAYSTONE_HOME.
 """
@@ -36,6 +38,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -63,28 +66,53 @@ def stats(samples: list[float]) -> dict[str, float]:
     }
 
 
-def timed(fn: Callable[[], int], repeats: int) -> list[float]:
-    """Seconds per step of ``fn`` (which returns how many steps it ran), per repeat."""
-    fn()  # warm up
-    out = []
-    for _ in range(repeats):
+Sample = Callable[[], float]  # runs the work once: seconds per step
+
+
+def per_step(fn: Callable[[], int]) -> Sample:
+    """A sample of ``fn``, which runs the work once and returns how many steps it ran."""
+
+    def sample() -> float:
         start = time.perf_counter()
         steps = fn()
-        out.append((time.perf_counter() - start) / steps)
+        return (time.perf_counter() - start) / steps
+
+    return sample
+
+
+def interleaved(samples: dict[str, Sample], repeats: int) -> dict[str, list[float]]:
+    """Every sample once per round, ``repeats`` rounds (after a warm-up round): a machine
+    that speeds up or slows down during the run moves every row alike, so the ratios hold."""
+    for sample in samples.values():
+        sample()
+    out: dict[str, list[float]] = {name: [] for name in samples}
+    for _ in range(repeats):
+        for name, sample in samples.items():
+            out[name].append(sample())
     return out
 
 
-def bench_raw(url: str, repeats: int) -> list[float]:
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("CREATE TABLE IF NOT EXISTS bench_raw (id bigserial, run text, step int)")
+def in_blocks(samples: dict[str, Sample], repeats: int) -> dict[str, list[float]]:
+    """Each row's runs back to back, one row after another (``--blocks``): how the rows
+    were measured before they were interleaved, open to the machine's drift between rows."""
+    out: dict[str, list[float]] = {}
+    for name, sample in samples.items():
+        sample()
+        out[name] = [sample() for _ in range(repeats)]
+    return out
 
-        def run() -> int:
-            rid = uuid.uuid4().hex
-            for i in range(STEPS):
-                conn.execute("INSERT INTO bench_raw (run, step) VALUES (%s, %s)", (rid, i))
-            return STEPS
 
-        return timed(run, repeats)
+def raw(stack: ExitStack, url: str) -> Sample:
+    conn = stack.enter_context(psycopg.connect(url, autocommit=True))
+    conn.execute("CREATE TABLE IF NOT EXISTS bench_raw (id bigserial, run text, step int)")
+
+    def run() -> int:
+        rid = uuid.uuid4().hex
+        for i in range(STEPS):
+            conn.execute("INSERT INTO bench_raw (run, step) VALUES (%s, %s)", (rid, i))
+        return STEPS
+
+    return per_step(run)
 
 
 def node_steps(conn: psycopg.Connection[Any], thread_id: str) -> int:
@@ -114,7 +142,7 @@ def five_nodes() -> StateGraph[Any]:
     return graph
 
 
-def bench_langgraph_in_process(repeats: int, checkpointed: bool) -> list[float]:
+def langgraph_in_process(checkpointed: bool) -> Sample:
     """The same graph with no Postgres: LangGraph's own cost of a step, with the in-memory
     saver (``durability="sync"``) or with no checkpointer at all."""
     app = five_nodes().compile(checkpointer=InMemorySaver() if checkpointed else None)
@@ -124,40 +152,48 @@ def bench_langgraph_in_process(repeats: int, checkpointed: bool) -> list[float]:
         app.invoke({"n": 0}, {"configurable": {"thread_id": uuid.uuid4().hex}}, **extra)
         return STEPS
 
-    return timed(run, repeats)
+    return per_step(run)
 
 
-def bench_langgraph(url: str, repeats: int) -> list[float]:
-    with PostgresSaver.from_conn_string(url) as saver:
-        saver.setup()
-        app = five_nodes().compile(checkpointer=saver)
+def langgraph(stack: ExitStack, url: str) -> Sample:
+    saver = stack.enter_context(PostgresSaver.from_conn_string(url))
+    saver.setup()
+    app = five_nodes().compile(checkpointer=saver)
 
-        def run() -> int:
-            config = {"configurable": {"thread_id": uuid.uuid4().hex}}
-            app.invoke({"n": 0}, config, durability="sync")  # type: ignore[arg-type]
-            return STEPS
+    def run() -> int:
+        config: Any = {"configurable": {"thread_id": uuid.uuid4().hex}}
+        app.invoke({"n": 0}, config, durability="sync")
+        return STEPS
 
-        with psycopg.connect(url) as conn:  # the same count as Waystone's
-            thread_id = uuid.uuid4().hex
-            app.invoke({"n": 0}, {"configurable": {"thread_id": thread_id}}, durability="sync")
-            assert node_steps(conn, thread_id) == STEPS
-        return timed(run, repeats)
+    with psycopg.connect(url) as conn:  # the same count as Waystone's
+        thread_id = uuid.uuid4().hex
+        app.invoke({"n": 0}, {"configurable": {"thread_id": thread_id}}, durability="sync")
+        assert node_steps(conn, thread_id) == STEPS
+    return per_step(run)
 
 
-def bench_waystone(rt: Runtime, repeats: int) -> list[float]:
+def _drive(rt: Runtime, agent: str) -> tuple[float, int]:
+    """Start a run and drive it to done: (seconds, node steps)."""
+    start = time.perf_counter()
+    thread_id = rt.start(agent, {}).thread_id
+    assert rt.run(thread_id).state == "done"
+    elapsed = time.perf_counter() - start
+    with rt.db.connection() as conn:
+        return elapsed, node_steps(conn, thread_id)
+
+
+def waystone(rt: Runtime) -> Sample:
     spec = bench_storage.agent(1)
     rt.register(spec)
 
-    def run() -> int:
-        thread_id = rt.start(spec.name, {}).thread_id
-        assert rt.run(thread_id).state == "done"
-        with rt.db.connection() as conn:
-            return node_steps(conn, thread_id)
+    def sample() -> float:
+        elapsed, steps = _drive(rt, spec.name)
+        return elapsed / steps
 
-    return timed(run, repeats)
+    return sample
 
 
-def bench_waystone_marginal(rt: Runtime, repeats: int, actions: int = 5) -> list[float]:
+def waystone_marginal(rt: Runtime, actions: int = 5) -> Sample:
     """Seconds per node step that an action adds to a run: (a run of ``actions`` actions
     less a run of one) / (the node steps between them). What a step costs once the costs
     of a run (start, claim, settle) are paid."""
@@ -165,36 +201,27 @@ def bench_waystone_marginal(rt: Runtime, repeats: int, actions: int = 5) -> list
     rt.register(one)
     rt.register(many)
 
-    def drive(spec: Any) -> tuple[float, int]:
-        start = time.perf_counter()
-        thread_id = rt.start(spec.name, {}).thread_id
-        assert rt.run(thread_id).state == "done"
-        elapsed = time.perf_counter() - start
-        with rt.db.connection() as conn:
-            return elapsed, node_steps(conn, thread_id)
+    def sample() -> float:
+        (t1, s1), (tn, sn) = _drive(rt, one.name), _drive(rt, many.name)
+        return (tn - t1) / (sn - s1)
 
-    drive(one)
-    drive(many)  # warm up
-    out = []
-    for _ in range(repeats):
-        (t1, s1), (tn, sn) = drive(one), drive(many)
-        out.append((tn - t1) / (sn - s1))
-    return out
+    return sample
 
 
-def bench_dbos(url: str, repeats: int) -> list[float] | str:
+def dbos(stack: ExitStack, url: str) -> Sample | str:
     try:
-        from dbos import DBOS, DBOSConfig  # type: ignore[import-not-found]
+        from dbos import DBOS, DBOSConfig  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
         return "skipped: dbos is not installed (pip install -e '.[bench]')"
     config: Any = DBOSConfig(name="waystone-bench", system_database_url=url)
     DBOS(config=config)
+    stack.callback(DBOS.destroy)
 
-    @DBOS.step()  # type: ignore[misc]
+    @DBOS.step()  # type: ignore[misc,unused-ignore]
     def step(i: int) -> int:
         return i + 1
 
-    @DBOS.workflow()  # type: ignore[misc]
+    @DBOS.workflow()  # type: ignore[misc,unused-ignore]
     def flow() -> int:
         n = 0
         for _ in range(STEPS):
@@ -203,11 +230,37 @@ def bench_dbos(url: str, repeats: int) -> list[float] | str:
 
     try:
         DBOS.launch()
-        return timed(lambda: (flow(), STEPS)[1], repeats)
+        flow()
     except Exception as exc:  # an optional peer: report, do not fail the whole bench
         return f"skipped: dbos failed: {type(exc).__name__}: {exc}"
-    finally:
-        DBOS.destroy()
+    return per_step(lambda: (flow(), STEPS)[1])
+
+
+def per_step_costs(url: str, repeats: int, blocks: bool = False) -> dict[str, Any]:
+    """Every row of the per-step table, measured in interleaved rounds on one Postgres
+    (with ``blocks``, row after row)."""
+    with ExitStack() as stack:
+        samples: dict[str, Sample] = {
+            "raw": raw(stack, url),
+            "langgraph": langgraph(stack, url),
+            "langgraph_in_memory": langgraph_in_process(True),
+            "langgraph_no_checkpointer": langgraph_in_process(False),
+        }
+        rt = stack.enter_context(Runtime(Settings(database_url=url)))
+        samples["waystone"] = waystone(rt)
+        samples["waystone_marginal"] = waystone_marginal(rt)
+        peer = dbos(stack, url)
+        if not isinstance(peer, str):
+            samples["dbos"] = peer
+        measured = (in_blocks if blocks else interleaved)(samples, repeats)
+    rows: dict[str, Any] = {name: stats(values) for name, values in measured.items()}
+    if isinstance(peer, str):
+        rows["dbos"] = peer
+    base = rows["langgraph"]["median_ms"]
+    for value in rows.values():
+        if isinstance(value, dict):
+            value["ratio_to_langgraph"] = round(value["median_ms"] / base, 3)
+    return rows
 
 
 def throughput(url: str, workers: int, runs: int) -> float:
@@ -338,6 +391,9 @@ def main() -> int:
     parser.add_argument(
         "--workers", default="1,2,4", help="worker process counts for the throughput figure"
     )
+    parser.add_argument(
+        "--blocks", action="store_true", help="each row's runs back to back, not interleaved"
+    )
     args = parser.parse_args()
     repeats = 15 if args.quick else 100
     url = resolve_url(Settings.from_env())
@@ -348,22 +404,8 @@ def main() -> int:
     }
     with psycopg.connect(url) as conn:
         report["postgres"] = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
-    per_step: dict[str, Any] = {
-        "raw": stats(bench_raw(url, repeats)),
-        "langgraph": stats(bench_langgraph(url, repeats)),
-        "langgraph_in_memory": stats(bench_langgraph_in_process(repeats, True)),
-        "langgraph_no_checkpointer": stats(bench_langgraph_in_process(repeats, False)),
-    }
-    with Runtime(Settings(database_url=url)) as rt:
-        per_step["waystone"] = stats(bench_waystone(rt, repeats))
-        per_step["waystone_marginal"] = stats(bench_waystone_marginal(rt, max(5, repeats // 3)))
-    dbos = bench_dbos(url, repeats)
-    per_step["dbos"] = dbos if isinstance(dbos, str) else stats(dbos)
-    base = per_step["langgraph"]["median_ms"]
-    for value in per_step.values():
-        if isinstance(value, dict):
-            value["ratio_to_langgraph"] = round(value["median_ms"] / base, 3)
-    report["per_step"] = per_step
+    report["per_step_method"] = "blocks" if args.blocks else "interleaved"
+    report["per_step"] = per_step_costs(url, repeats, args.blocks)
     runs = 80 if args.quick else 200
     counts = [int(w) for w in args.workers.split(",")]
     report["throughput_runs_per_s"] = {str(w): throughput(url, w, runs) for w in counts}
