@@ -12,8 +12,10 @@ from langgraph.checkpoint.base import empty_checkpoint
 
 from tests.support.notes import claimed, registered
 from waystone import Runtime
+from waystone.checkpointing.database import jsonify
 from waystone.checkpointing.saver import WaystoneSaver
 from waystone.runs.registry import Run
+from waystone.sql import query
 
 
 def _saver(runtime: Runtime, agent: str) -> WaystoneSaver:
@@ -140,3 +142,39 @@ def test_held_input_checkpoints_are_seen_by_a_reader(
             "SELECT checkpoint_id FROM checkpoints WHERE thread_id = %s", (run.thread_id,)
         ).fetchone()
         assert row is not None and row[0] == saved["configurable"]["checkpoint_id"]
+
+
+def test_what_a_stale_lease_left_held_is_never_committed_under_the_new_one(
+    runtime: Runtime, sql: psycopg.Connection[Any]
+) -> None:
+    # two slots of one worker process on one run: slot A's lease expired mid-step and
+    # slot B took the run over; A's ledger change, held for A's next save, must not ride
+    # with B's
+    first = claimed(runtime, owner="slot-a")
+    saver = _saver(runtime, first.agent)
+    event = {
+        "thread_id": first.thread_id,
+        "kind": "stale-rider",
+        "reason": "held under the old lease",
+        "evidence": {},
+        "actor": "waystone",
+        "lease_token": first.lease_token,
+    }
+    saver.ride(first.thread_id, first.lease_token, [(query("insert_event"), jsonify(event), False)])
+    sql.execute(
+        "UPDATE waystone.runs SET lease_expires_at = now() - interval '1 second' "
+        "WHERE thread_id = %s",
+        (first.thread_id,),
+    )
+    second = runtime.registry.claim(owner="slot-b", lease_seconds=30, thread_id=first.thread_id)
+    assert second is not None and second.lease_token == first.lease_token + 1
+
+    saver.put(_fenced(second), empty_checkpoint(), {"source": "loop", "step": 1, "parents": {}}, {})
+    assert sql.execute(
+        "SELECT count(*) FROM checkpoints WHERE thread_id = %s", (first.thread_id,)
+    ).fetchone() == (1,)  # B's save went through
+    assert sql.execute(
+        "SELECT count(*) FROM waystone.run_events WHERE thread_id = %s AND kind = 'stale-rider'",
+        (first.thread_id,),
+    ).fetchone() == (0,)  # A's change was tried under A's token, refused and dropped
+    assert not saver._held

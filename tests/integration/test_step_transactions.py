@@ -15,9 +15,12 @@ import json
 from typing import Any
 
 import psycopg
+import pytest
 
 from tests.conftest import REFUND_INPUT, Cli
+from tests.support.notes import claimed
 from waystone import Runtime
+from waystone.errors import TransitionNotAllowed
 from waystone.examples.provider import ProviderProcess
 
 SMALL = {**REFUND_INPUT, "amount": "40.00"}  # under the approval threshold: no wait
@@ -127,3 +130,30 @@ def test_a_run_that_ends_moves_on_in_its_last_checkpoints_transaction(
     assert len(set(checkpoints)) == len(checkpoints) - 2  # the input ones ride with the first
     confirmed = xmins("SELECT xmin::text FROM waystone.effects WHERE thread_id = %s")
     assert len(confirmed) == 2 and set(confirmed) <= set(checkpoints)  # with confirm's
+
+
+def test_an_end_never_quietly_changes_nothing(
+    runtime: Runtime, sql: psycopg.Connection[Any]
+) -> None:
+    run = claimed(runtime)
+    statement, ended = runtime.registry.ending(run, "done", "goal met", {"checks": 1})
+    assert ended.state == "done" and ended.lease_owner is None
+    # the run is no longer running, under the same token (no path does this, but if one
+    # ever did): the end fails, rather than report a run done that Postgres does not hold
+    sql.execute(
+        "UPDATE waystone.runs SET state = 'waiting', reason = 'test' WHERE thread_id = %s",
+        (run.thread_id,),
+    )
+    with pytest.raises(TransitionNotAllowed, match="not running"):
+        runtime.db.batch([("end_run", _params(statement))], fence=run.lease_token)
+    sql.execute(
+        "UPDATE waystone.runs SET state = 'running', reason = 'test' WHERE thread_id = %s",
+        (run.thread_id,),
+    )
+    runtime.db.batch([("end_run", _params(statement))], fence=run.lease_token)
+    assert runtime.registry.get(run.thread_id).state == "done"
+
+
+def _params(statement: Any) -> dict[str, Any]:
+    _query, params, _many = statement
+    return dict(params)

@@ -100,8 +100,8 @@ class WaystoneSaver(PostgresSaver):
         self._saving: dict[tuple[str, str], str] = {}
         self._empty: set[str] = set()  # threads known to have no checkpoint (see `empty`)
         self._fresh: set[str] = set()  # new runs whose input saves may wait (see `empty`)
-        self._finishers: dict[str, tuple[int, Finisher]] = {}  # see `finishing`
-        self._finished: set[str] = set()
+        self._finishers: dict[tuple[str, int], Finisher] = {}  # (thread, lease): `finishing`
+        self._finished: set[tuple[str, int]] = set()
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         configurable = config.get("configurable") or {}
@@ -133,13 +133,14 @@ class WaystoneSaver(PostgresSaver):
         the run's final transition, with the graph's last checkpoint. They go first: the
         transition locks the run's row, so the fence checks after it never need to upgrade
         a share lock on it. Yields whether a save committed some."""
-        self._finishers[thread_id] = (lease_token, finish)
-        self._finished.discard(thread_id)
+        key = (thread_id, lease_token)
+        self._finishers[key] = finish
+        self._finished.discard(key)
         try:
-            yield lambda: thread_id in self._finished
+            yield lambda: key in self._finished
         finally:
-            self._finishers.pop(thread_id, None)
-            self._finished.discard(thread_id)
+            self._finishers.pop(key, None)
+            self._finished.discard(key)
 
     def _flush_before_read(self, config: RunnableConfig | None) -> None:
         """A reader in this process sees the writes held for the thread's next save. If
@@ -253,6 +254,7 @@ class WaystoneSaver(PostgresSaver):
             # from this checkpoint (the input's) wait for the next save
             self._latest[where] = None
             self._saving[where] = checkpoint["id"]
+        held = self._own(held, lease)
         earlier = held.all(self.INSERT_CHECKPOINT_WRITES_SQL) if held else None
         try:
             if hold and lease is not None:
@@ -266,13 +268,14 @@ class WaystoneSaver(PostgresSaver):
                 with self._held_lock:
                     self._held[where] = Held(lease, [], statements)
             else:
-                finisher = self._finishers.get(where[0]) if where[1] == "" else None
-                ending = finisher[1](values) if finisher and finisher[0] == lease else None
+                key = (where[0], lease) if lease is not None and not where[1] else None
+                finisher = self._finishers.get(key) if key is not None else None
+                ending = finisher(values) if finisher is not None else None
                 with self._fenced(config):
-                    self._fence.held = [*(earlier or []), *(ending or [])]
+                    self._fence.held = [*(ending or []), *(earlier or [])]
                     saved = super().put(config, checkpoint, metadata, new_versions)
-                if ending:
-                    self._finished.add(where[0])
+                if ending and lease is not None:
+                    self._finished.add((where[0], lease))
         finally:
             with self._held_lock:
                 self._saving.pop(where, None)
@@ -300,17 +303,34 @@ class WaystoneSaver(PostgresSaver):
             with self._held_lock:
                 current = (self._latest.get(where), self._saving.get(where))
                 held = self._held.get(where)
-                if checkpoint_id in current and (held is None or not held.rows):
+                lease = int(configurable[LEASE_KEY])
+                if checkpoint_id in current and (
+                    held is None or (not held.rows and held.lease_token == lease)
+                ):
                     if held is None:
-                        self._held[where] = Held(int(configurable[LEASE_KEY]), rows)
+                        self._held[where] = Held(lease, rows)
                     else:  # after a held checkpoint: its task's writes wait with it
                         held.rows = rows
                     return
         with self._held_lock:
             held = self._held.pop(where, None)  # a sibling's writes: out together, now
+        token = configurable.get(LEASE_KEY)
+        held = self._own(held, int(token) if token is not None else None)
         with self._fenced(config):
             self._fence.held = held.all(self.INSERT_CHECKPOINT_WRITES_SQL) if held else None
             super().put_writes(config, writes, task_id, task_path)
+
+    def _own(self, held: Held | None, lease: int | None) -> Held | None:
+        """``held`` if it was held under ``lease``, for a save under it to commit. Held under
+        another lease (two slots of one process on one thread, one of them stale), it is
+        written on its own, under its own token, and dropped if that token moved on."""
+        if held is None or held.lease_token == lease:
+            return held
+        try:
+            self._write_held(held)
+        except LeaseLost:
+            logger.warning("dropped pending writes of a lease that moved on")
+        return None
 
     @staticmethod
     def _may_hold(

@@ -193,10 +193,11 @@ class Ledger:
                 "evidence": self.redact(note.evidence),
                 "lease_token": fence,
             }
+            changed = self._changed(current, params)  # first: a value JSON cannot hold fails here
             self.ride(
                 note.thread_id, fence, [(sql.query("update_effect_noted"), jsonify(noted), False)]
             )
-            return self._wrote(self._changed(current, params), fence, note.thread_id)
+            return self._wrote(changed, fence, note.thread_id)
         if note is None:
             rows = self.db.fetch_all("update_effect", fence=fence, **params)
         else:

@@ -260,7 +260,8 @@ class EffectRunner:
         crash_point("execute:after-apply", tool.name)
         # A receipt that a crash may lose is reconciled without a person (looked up, or
         # applied again under the key the provider dedupes on): it commits with execute's
-        # checkpoint. Otherwise it is committed now, on its own.
+        # checkpoint. Otherwise it is committed now, on its own. (A lookup after a crash
+        # asks the same provider that confirm's read-back would have asked next.)
         reconcilable = tool.idempotent_by_key or tool.lookup is not None
         row = self.ledger.update(
             key,

@@ -163,9 +163,14 @@ def drive(
             try:
                 with _known_empty(graph, run.thread_id, snapshot is None):
                     out = graph.invoke(payload, config, durability="sync", control=control)
-            except BaseException:
+            except BaseException as exc:
                 with suppress(Exception):  # best effort: the graph's own error is the one
                     _flush(graph, run.thread_id)
+                if isinstance(exc, Exception) and finished() and ending.ended is not None:
+                    # e.g. the recursion limit, checked before "no more tasks": the run
+                    # ended with its last checkpoint, whatever the graph says after it
+                    logger.warning("the graph raised after its run ended", exc_info=True)
+                    return ending.ended
                 raise
             _flush(graph, run.thread_id)
             crash_point("run:after-checkpoint")

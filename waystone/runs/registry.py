@@ -103,47 +103,22 @@ class RunRegistry:
         self.redact = redact  # on the way in: tokens for personal data, sealed at rest
         self.reveal = reveal  # on the way out: sealed values opened (tokens stay tokens)
 
-    def _transition_params(
-        self,
-        thread_id: str,
-        to_state: str,
-        reason: str,
-        evidence: dict[str, Any] | None,
-        sources: tuple[str, ...],
-        lease_token: int | None,
-        actor: str,
-        spend_signals: bool,
-    ) -> dict[str, Any]:
-        return {
-            "thread_id": thread_id,
-            "to_state": to_state,
-            "reason": self.redact(reason),
-            "evidence": self.redact(evidence or {}),
-            "actor": actor,
-            "from_states": list(sources),
-            "lease_token": lease_token,
-            "spend_signals": spend_signals,
-        }
-
     def ending(
         self, run: Run, to_state: str, reason: str, evidence: dict[str, Any]
     ) -> tuple[Statement, Run]:
-        """The transition that ends ``run`` (running, under its lease, to ``to_state``,
-        spending its signals) as a statement for another transaction to commit (the graph's
-        last checkpoint's: see the driver), and the run as it leaves it."""
-        if to_state not in STATES:
-            raise TransitionNotAllowed(f"unknown state {to_state!r}")
-        params = self._transition_params(
-            run.thread_id,
-            to_state,
-            reason,
-            evidence,
-            ("running",),
-            run.lease_token,
-            "waystone",
-            True,
-        )
-        params.update(waiting_for=None, wake_at=None, bump=False)
+        """The transition that ends ``run`` (from running, under its lease, to ``to_state``,
+        spending its signals) as a statement for another transaction to commit (its graph's
+        last checkpoint's: see the driver), and the run as that leaves it. The statement
+        never quietly changes nothing: it fails, and its transaction with it (``end_run``)."""
+        if to_state not in STATES or to_state == "running":
+            raise TransitionNotAllowed(f"a run cannot end in state {to_state!r}")
+        params = {
+            "thread_id": run.thread_id,
+            "to_state": to_state,
+            "reason": self.redact(reason),
+            "evidence": self.redact(evidence),
+            "lease_token": run.lease_token,
+        }
         ended = replace(
             run,
             state=to_state,
@@ -153,9 +128,10 @@ class RunRegistry:
             lease_expires_at=None,
             waiting_for=None,
             wake_at=None,
-            updated_at=datetime.now(UTC),
+            updated_at=datetime.now(UTC),  # this process's clock; Postgres sets its own
+            started=None,
         )
-        return (sql.query("transition"), jsonify(params), False), ended
+        return (sql.query("end_run"), jsonify(params), False), ended
 
     def _run(self, row: dict[str, Any]) -> Run:
         opened = {**row}
@@ -246,16 +222,20 @@ class RunRegistry:
         if to_state not in STATES:
             raise TransitionNotAllowed(f"unknown state {to_state!r}")
         sources = from_states or tuple(s for s, dsts in ALLOWED.items() if to_state in dsts)
-        params = self._transition_params(
-            thread_id, to_state, reason, evidence, sources, lease_token, actor, spend_signals
-        )
         rows = self.db.execute(
             "transition",
             conn=conn,
-            **params,
+            thread_id=thread_id,
+            to_state=to_state,
+            reason=self.redact(reason),
+            evidence=self.redact(evidence or {}),
+            actor=actor,
+            from_states=list(sources),
+            lease_token=lease_token,
             waiting_for=waiting_for,
             wake_at=wake_at,
             bump=bump,
+            spend_signals=spend_signals,
         )
         if rows:
             return self._run(rows[0])

@@ -45,6 +45,27 @@ WITH moved AS (
 )
 SELECT * FROM moved;
 
+-- name: end_run
+-- A running run ends: `transition` from running under its lease, spending its signals,
+-- sent to commit in the transaction of its graph's last checkpoint (see the driver). It
+-- never quietly changes nothing: a run that is not running would be moved to
+-- 'not running', which the transition table rejects (WS409), and a stale lease token
+-- fails the checkpoint's own fence (WS410); either way the whole transaction rolls back.
+WITH moved AS (
+    UPDATE waystone.runs
+    SET state = CASE WHEN state = 'running' THEN %(to_state)s ELSE 'not running' END,
+        reason = %(reason)s, evidence = %(evidence)s, actor = 'waystone',
+        waiting_for = NULL, wake_at = NULL, lease_owner = NULL, lease_expires_at = NULL
+    WHERE thread_id = %(thread_id)s AND lease_token = %(lease_token)s
+    RETURNING thread_id
+), spent AS (
+    UPDATE waystone.signals s SET consumed_at = clock_timestamp()
+    FROM moved m
+    WHERE s.thread_id = m.thread_id AND s.consumed_at IS NULL
+      AND (s.reserved_for IS NOT NULL OR s.name = 'approval')
+)
+SELECT thread_id FROM moved;
+
 -- name: claim
 -- Take one runnable run (the named one, or the oldest): queued; waiting with the signal
 -- it waits for, or past its wake-up time; running with an expired lease, or held by a
