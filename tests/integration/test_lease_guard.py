@@ -3,13 +3,16 @@ external call: the provider never sees it, whatever the tool."""
 
 from __future__ import annotations
 
+import threading
+from dataclasses import replace
 from typing import Any
 
 import psycopg
 import pytest
 
-from tests.conftest import REFUND_INPUT
-from waystone import LeaseLost, Runtime
+from tests.conftest import REFUND_INPUT, wait_until
+from tests.support.notes import bench_storage
+from waystone import LeaseLost, Runtime, Settings
 from waystone.effects.runner import EffectRunner
 from waystone.examples import refund
 from waystone.examples.provider import ProviderProcess
@@ -48,3 +51,56 @@ def test_no_call_once_the_lease_may_have_expired(
     assert provider.ledger()["notifications"] == []
     row = sql.execute("SELECT status FROM waystone.effects WHERE key = 'ws-guard-test'").fetchone()
     assert row == ("intent",)  # the intent is there, the call is not: reconciled later
+
+
+def test_a_step_longer_than_the_lease_keeps_it_by_heartbeat(
+    database_url: str, sql: psycopg.Connection[Any]
+) -> None:
+    """The heartbeat renews the lease while a node runs: a tool call that outlasts the
+    lease's length leaves the run held by the same token, and the run ends without a
+    takeover."""
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_apply(args: dict[str, Any], key: str, timeout: float) -> dict[str, Any]:
+        entered.set()
+        release.wait(timeout=60)  # until the test has seen the lease outlive its length
+        return {"id": key}
+
+    base = bench_storage.agent(1)
+    spec = replace(base, name="slow", tools={"note": replace(base.tools["note"], apply=slow_apply)})
+    with Runtime(Settings(database_url=database_url, lease_seconds=1.5)) as rt:
+        rt.register(spec)
+        thread_id = rt.start(spec.name, {}).thread_id
+        done: list[str] = []
+        driving = threading.Thread(target=lambda: done.append(rt.run(thread_id).state))
+        driving.start()
+        try:
+            assert entered.wait(timeout=60), "the tool was never called"
+            row = sql.execute(
+                "SELECT lease_token, lease_expires_at FROM waystone.runs WHERE thread_id = %s",
+                (thread_id,),
+            ).fetchone()
+            assert row is not None
+            token, first_expiry = row
+
+            def past_first_expiry() -> bool:
+                now = sql.execute("SELECT clock_timestamp() > %s", (first_expiry,)).fetchone()
+                return bool(now and now[0])
+
+            wait_until(past_first_expiry, "the lease's first expiry to pass")
+            held = sql.execute(
+                "SELECT lease_token, lease_expires_at > clock_timestamp(), lease_owner "
+                "FROM waystone.runs WHERE thread_id = %s",
+                (thread_id,),
+            ).fetchone()
+            assert held is not None
+            assert held[0] == token and held[1] is True and held[2] == rt.owner  # renewed
+        finally:
+            release.set()
+            driving.join(timeout=60)
+    assert done == ["done"]
+    takeovers = sql.execute(
+        "SELECT count(*) FROM waystone.run_events WHERE thread_id = %s AND kind = 'lease-takeover'",
+        (thread_id,),
+    ).fetchone()
+    assert takeovers == (0,)
