@@ -1,0 +1,115 @@
+"""The HTML of ``waystone serve``'s dashboard: pages, their style and the approval forms.
+
+Plain functions of values (no request, no database): the routes in
+:mod:`waystone.routes` fill them. Self-contained pages that work without JavaScript; the
+Content-Security-Policy the server sends with them allows no script at all.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from http import HTTPStatus
+from urllib.parse import quote
+
+from waystone.runtime import RunStatus
+
+CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'"
+)
+
+STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d232a;background:#f6f7f9}
+header{background:#1d232a;color:#fff;padding:10px 24px;display:flex;gap:16px;align-items:center}
+header a{color:#fff;text-decoration:none}header .grow{flex:1}
+main{padding:16px 24px;max-width:1200px}
+h1{font-size:18px;margin:0}h2{font-size:16px;margin:24px 0 8px}
+table{border-collapse:collapse;width:100%;background:#fff}
+th,td{border-bottom:1px solid #e3e6ea;padding:6px 8px;text-align:left;vertical-align:top}
+th{background:#eef0f3;font-weight:600}
+code{font:12px ui-monospace,monospace;word-break:break-all}
+.counts{display:flex;gap:8px;flex-wrap:wrap}
+.count{background:#fff;border:1px solid #e3e6ea;border-radius:6px;padding:8px 14px}
+.count b{display:block;font-size:20px}
+.state{font-weight:600}.s-done{color:#1a7f37}.s-failed{color:#cf222e}
+.s-waiting{color:#9a6700}.s-needs-human{color:#8250df}.s-running,.s-queued{color:#0969da}
+.approval{background:#fff;border:1px solid #e3e6ea;border-radius:6px;padding:12px;margin:8px 0}
+.approval form{display:inline-flex;gap:6px;margin:8px 12px 0 0;align-items:center}
+input[type=text],input[type=password]{padding:4px 6px;border:1px solid #c9ced6;border-radius:4px}
+button{padding:4px 12px;border-radius:4px;border:1px solid #8c959f;cursor:pointer;background:#fff}
+button.approve{background:#1a7f37;color:#fff;border-color:#1a7f37}
+button.reject{background:#cf222e;color:#fff;border-color:#cf222e}
+.note{background:#fff8c5;border:1px solid #d4a72c;border-radius:6px;padding:8px 12px}
+.error{background:#ffebe9;border:1px solid #cf222e;border-radius:6px;padding:8px 12px}
+"""
+
+
+def esc(value: object) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def path_segment(thread_id: str) -> str:
+    return quote(thread_id, safe="")
+
+
+def page(title: str, body: str, *, logged_in: bool = False) -> str:
+    session = (
+        '<form method="post" action="/logout"><button type="submit">Log out</button></form>'
+        if logged_in
+        else '<a href="/login">Log in</a>'
+    )
+    return (
+        "<!doctype html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)} - waystone</title><style>{STYLE}</style></head>"
+        f'<body><header><h1><a href="/">waystone</a></h1><span class="grow"></span>'
+        f"{session}</header><main>{body}</main></body></html>\n"
+    )
+
+
+def error_page(status: int, message: str) -> str:
+    try:
+        phrase = HTTPStatus(status).phrase
+    except ValueError:
+        phrase = "Error"
+    login = ' or <a href="/login">log in</a>' if status == 401 else ""
+    body = (
+        f"<h2>{status} {esc(phrase)}</h2>"
+        f'<p class="error" id="error">{esc(message)}</p>'
+        f'<p><a href="/">Back to the dashboard</a>{login}</p>'
+    )
+    return page(f"{status} {phrase}", body)
+
+
+def state_badge(state: str) -> str:
+    return f'<span class="state s-{esc(state)}">{esc(state)}</span>'
+
+
+def approval_forms(status: RunStatus) -> str:
+    pending = status.pending_approval or {}
+    tid = path_segment(status.thread_id)
+    if status.decision_recorded:
+        forms = '<p class="note">Decision recorded; a worker (or `waystone run`) resumes it.</p>'
+    else:
+        forms = (
+            f'<form method="post" action="/runs/{tid}/approve" class="approve-form">'
+            '<label>by <input type="text" name="by" value="web" required></label>'
+            '<input type="text" name="comment" placeholder="comment (optional)">'
+            '<button type="submit" class="approve">Approve</button></form>'
+            f'<form method="post" action="/runs/{tid}/reject" class="reject-form">'
+            '<label>by <input type="text" name="by" value="web" required></label>'
+            '<input type="text" name="reason" placeholder="reason (required)" required>'
+            '<button type="submit" class="reject">Reject</button></form>'
+        )
+    return (
+        f'<div class="approval" id="approval-{esc(status.thread_id)}" '
+        f'data-thread-id="{esc(status.thread_id)}">'
+        f'<div><a href="/runs/{tid}"><code>{esc(status.thread_id)}</code></a> '
+        f"({esc(status.agent)}) wants <b>{esc(pending.get('tool'))}</b> "
+        f"<code>{esc(json.dumps(pending.get('args'), sort_keys=True))}</code></div>"
+        f"<div>why: {esc(pending.get('reason'))}</div>"
+        f"<div>key: <code>{esc(pending.get('idempotency_key'))}</code></div>"
+        f"{forms}</div>"
+    )
