@@ -12,7 +12,7 @@ import json
 from http import HTTPStatus
 from urllib.parse import quote
 
-from waystone.runtime import RunStatus
+from waystone.status import RunStatus
 
 CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "

@@ -6,12 +6,9 @@ that matters lives in Postgres, keyed by ``thread_id``.
 
 from __future__ import annotations
 
-import importlib
 import logging
-import os
 import uuid
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -20,6 +17,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import RunControl
 
 from waystone.agent import AgentSpec
+from waystone.agents import default_agents
 from waystone.approval import parse_decision
 from waystone.checkpointing.database import FENCE_SQL, Database, translate
 from waystone.checkpointing.migrations import migrate
@@ -41,6 +39,8 @@ from waystone.privacy.vault import Vault
 from waystone.runs import driver
 from waystone.runs.registry import Run, RunRegistry, process_owner
 from waystone.runs.signals import SignalBox
+from waystone.status import RunStatus as RunStatus
+from waystone.status import not_runnable, status_of
 
 logger = logging.getLogger(__name__)
 
@@ -54,54 +54,6 @@ RESUME_AS = {
     "propose": "verify",
     "verify": "verify",
 }
-
-
-def default_agents() -> dict[str, AgentSpec]:
-    """The example agents, plus those named by ``WAYSTONE_AGENTS``.
-
-    ``WAYSTONE_AGENTS="mypkg.agents:build_payables,other.mod:AGENT"`` names objects that are
-    an :class:`AgentSpec` or a no-argument callable returning one, so the CLI and workers
-    know your agents too.
-    """
-    from waystone.examples import refund
-
-    agents = {"refund": refund.build()}
-    for spec in load_agents(os.environ.get("WAYSTONE_AGENTS", "")):
-        agents[spec.name] = spec
-    return agents
-
-
-def load_agents(text: str) -> list[AgentSpec]:
-    found: list[AgentSpec] = []
-    for ref in filter(None, (part.strip() for part in text.split(","))):
-        module_name, _, attr = ref.partition(":")
-        try:
-            obj = getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError, ValueError) as exc:
-            msg = f"WAYSTONE_AGENTS: cannot load {ref!r} (module:attribute): {exc}"
-            raise BadInput(msg) from exc
-        spec = obj() if callable(obj) and not isinstance(obj, AgentSpec) else obj
-        if not isinstance(spec, AgentSpec):
-            raise BadInput(f"WAYSTONE_AGENTS: {ref!r} is not an AgentSpec")
-        found.append(spec)
-    return found
-
-
-@dataclass(frozen=True)
-class RunStatus:
-    thread_id: str
-    state: str
-    step: str | None
-    pending_approval: dict[str, Any] | None
-    agent: str
-    attempts: int
-    updated_at: str
-    reason: str
-    decision_recorded: bool
-    waiting_for: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 class Runtime:
@@ -215,7 +167,7 @@ class Runtime:
                 "input; a key starts one run (choose another key)"
             )
         if created:  # nothing has run yet: no step, no approval, no signal to read
-            return _status(run, None, None, False)
+            return status_of(run, None, None, False)
         return self.status(run.thread_id)
 
     def run(self, thread_id: str) -> RunStatus:
@@ -230,12 +182,12 @@ class Runtime:
         if claimed is None:
             current = self.registry.get(thread_id)  # an unknown thread id: UnknownThread
             self.agent(current.agent)  # an agent this process does not know: BadInput
-            raise TransitionNotAllowed(_not_runnable(current))
+            raise TransitionNotAllowed(not_runnable(current))
         settled = self.drive(claimed)
         if settled is not None and settled.state == "done":
             # the graph ended on its goal: no next step, nothing to approve, and the
             # approvals it left were consumed as stale
-            return _status(settled, None, None, False)
+            return status_of(settled, None, None, False)
         return self.status(thread_id)
 
     def drive(self, claimed: Run, control: RunControl | None = None) -> Run | None:
@@ -436,10 +388,10 @@ class Runtime:
                 if waiting_on is not None and waiting_on.value.get("kind") == driver.APPROVAL:
                     pending = waiting_on.value
         recorded = any(s.name == driver.APPROVAL for s in self.signals.pending(thread_id))
-        return _status(run, step, pending, recorded)
+        return status_of(run, step, pending, recorded)
 
     def list(self, state: str | None = None, limit: int = 100) -> list[RunStatus]:
-        return [_status(r, None, None, False) for r in self.registry.list_runs(state, limit)]
+        return [status_of(r, None, None, False) for r in self.registry.list_runs(state, limit)]
 
     def approve(
         self,
@@ -516,65 +468,9 @@ class Runtime:
 
     def history(self, thread_id: str) -> dict[str, Any]:
         """Events, node checkpoints and effects of a run, in order."""
-        run = self.registry.get(thread_id)
-        checkpoints: list[dict[str, Any]] = []
-        if run.agent in self.agents:
-            graph = self.graph(run.agent)
-            snaps = list(graph.get_state_history(self.config(thread_id)))
-            snaps.reverse()
-            previous_next: list[str] = []
-            for snap in snaps:
-                meta = snap.metadata or {}
-                checkpoints.append(
-                    {
-                        "checkpoint_id": snap.config["configurable"]["checkpoint_id"],
-                        "step": meta.get("step"),
-                        "source": meta.get("source"),
-                        "after": previous_next,
-                        "next": list(snap.next),
-                        "created_at": snap.created_at,
-                    }
-                )
-                previous_next = list(snap.next)
-        events = [
-            {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in e.items()}
-            for e in self.registry.events(thread_id)
-        ]
-        effects = [
-            {
-                **asdict(e),
-                "created_at": e.created_at.isoformat(),
-                "updated_at": e.updated_at.isoformat(),
-            }
-            for e in self.ledger.for_thread(thread_id)
-        ]
-        return {
-            "thread_id": thread_id,
-            "state": run.state,
-            "reason": run.reason,
-            "summary": run.summary,
-            "pruned_at": run.pruned_at.isoformat() if run.pruned_at else None,
-            "events": events,
-            "checkpoints": checkpoints,
-            "effects": effects,
-        }
+        from waystone.history import history
 
-
-def _status(
-    run: Run, step: str | None, pending: dict[str, Any] | None, recorded: bool
-) -> RunStatus:
-    return RunStatus(
-        thread_id=run.thread_id,
-        state=run.state,
-        step=step,
-        pending_approval=pending,
-        agent=run.agent,
-        attempts=run.attempts,
-        updated_at=run.updated_at.isoformat(),
-        reason=run.reason,
-        decision_recorded=recorded,
-        waiting_for=run.waiting_for if run.state == "waiting" else None,
-    )
+        return history(self, thread_id)
 
 
 def _meaning(exc: BaseException) -> WaystoneError | None:
@@ -591,14 +487,3 @@ def _meaning(exc: BaseException) -> WaystoneError | None:
                 return translated
         seen = seen.__cause__ or seen.__context__
     return None
-
-
-def _not_runnable(run: Run) -> str:
-    hints = {
-        "waiting": "it waits for a decision: `waystone approve` or `waystone reject` it first",
-        "done": "it is done",
-        "failed": "it failed; `waystone requeue` it to try again",
-        "needs-human": "it needs a person; `waystone requeue` it once resolved",
-        "running": f"another process ({run.lease_owner}) holds its lease",
-    }
-    return f"run {run.thread_id} is {run.state}: {hints.get(run.state, 'not runnable')}"
