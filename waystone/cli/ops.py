@@ -1,0 +1,264 @@
+"""The commands that run and look after a deployment: ``worker``, ``dashboard``, ``serve``,
+``prune``, ``demo`` and ``debug crash-points``. The run commands are in the package's
+``__init__``, with the options and helpers every command shares."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from waystone.cli import (
+    DbOpt,
+    JsonOpt,
+    _actor,
+    _confirm_or_default,
+    _emit,
+    _guard,
+    _render_history,
+    _render_status,
+    _runtime,
+    app,
+    debug_app,
+    out,
+)
+from waystone.config import Settings
+from waystone.crash import CRASH_POINTS
+from waystone.errors import BadInput, WaystoneError
+from waystone.runtime import Runtime
+
+
+@app.command()
+def worker(
+    concurrency: Annotated[
+        int,
+        typer.Option(
+            "--concurrency", min=1, envvar="WAYSTONE_CONCURRENCY", help="Runs driven at once."
+        ),
+    ] = 1,
+    lease_seconds: Annotated[
+        float | None,
+        typer.Option(
+            "--lease-seconds",
+            min=0.5,
+            envvar="WAYSTONE_LEASE_SECONDS",
+            help="Lease length (heartbeats renew it).",
+        ),
+    ] = None,
+    name: Annotated[str | None, typer.Option("--name", envvar="WAYSTONE_WORKER_NAME")] = None,
+    until_idle: Annotated[
+        bool,
+        typer.Option(
+            "--until-idle", envvar="WAYSTONE_UNTIL_IDLE", help="Exit 0 once nothing is runnable."
+        ),
+    ] = False,
+    poll_seconds: Annotated[
+        float,
+        typer.Option(
+            "--poll-seconds",
+            min=0.1,
+            envvar="WAYSTONE_POLL_SECONDS",
+            help="Fallback poll when no NOTIFY arrives.",
+        ),
+    ] = 5.0,
+    as_json: JsonOpt = False,
+    database_url: DbOpt = None,
+) -> None:
+    """Claim runnable runs, drive them, release them (SIGTERM: finish the step and stop)."""
+    import logging
+
+    from waystone.worker import Worker
+
+    def body() -> None:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+        try:
+            settings = Settings.from_env(database_url=database_url, lease_seconds=lease_seconds)
+        except ValueError as exc:
+            raise BadInput(str(exc)) from exc
+        with Runtime(settings) as rt:
+            for handler in logging.getLogger().handlers:
+                handler.addFilter(rt.vault.log_filter())  # no personal data in the logs
+            w = Worker(
+                rt,
+                concurrency=concurrency,
+                name=name,
+                until_idle=until_idle,
+                poll_seconds=poll_seconds,
+            )
+            w.install_signal_handlers()
+            stats = w.run()
+        result = {
+            "owner": w.owner,
+            "driven": stats.driven,
+            "lease_lost": stats.lease_lost,
+            "errors": stats.errors,
+            "db_outages": stats.db_outages,
+        }
+        _emit(
+            as_json,
+            result,
+            lambda: out.print(
+                f"worker {w.owner} stopped: drove {stats.driven} run(s), "
+                f"{stats.lease_lost} lease(s) lost"
+            ),
+        )
+
+    _guard(body)
+
+
+@app.command()
+def dashboard(
+    limit: Annotated[int, typer.Option("--limit", min=1, help="Rows per view.")] = 10,
+    as_json: JsonOpt = False,
+    database_url: DbOpt = None,
+) -> None:
+    """Active runs by age, the steps with most retries, time per step, the oldest pending
+    approvals and signals, and counts by state."""
+    from waystone import dashboard as views
+
+    def body() -> None:
+        with _runtime(database_url) as rt:
+            data = views.snapshot(rt.db, limit=limit)
+        _emit(as_json, data, lambda: views.render(data, out))
+
+    _guard(body)
+
+
+@app.command("serve")
+def serve_cmd(
+    host: Annotated[str, typer.Option("--host", envvar="WAYSTONE_HOST")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, envvar="WAYSTONE_PORT")] = 8765,
+    database_url: DbOpt = None,
+) -> None:
+    """Serve the dashboard page, the JSON API and provider webhooks. Changes need
+    WAYSTONE_API_TOKEN (a bearer token; a form login for the page)."""
+    import logging
+
+    from waystone import server
+
+    def body() -> None:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+        with _runtime(database_url) as rt:
+            for handler in logging.getLogger().handlers:
+                handler.addFilter(rt.vault.log_filter())
+            server.serve(rt, host, port, os.environ.get("WAYSTONE_API_TOKEN") or None)
+
+    _guard(body)
+
+
+@app.command()
+def prune(
+    older_than: Annotated[
+        str,
+        typer.Option(
+            "--older-than",
+            envvar="WAYSTONE_RETENTION",
+            help="Prune runs that ended longer ago than this (30d, 12h, 2w).",
+        ),
+    ] = "30d",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list what would go.")] = False,
+    as_json: JsonOpt = False,
+    database_url: DbOpt = None,
+) -> None:
+    """Delete the checkpoints of runs that ended before the cutoff; keep their run row,
+    events, effect ledger and a compact summary. Active runs are never touched."""
+    from waystone.checkpointing import retention
+
+    def body() -> None:
+        age = retention.parse_age(older_than)
+        with _runtime(database_url) as rt:
+            result = retention.prune(rt, age, dry_run=dry_run)
+        verb = "would prune" if dry_run else "pruned"
+        _emit(
+            as_json,
+            result,
+            lambda: out.print(
+                f"{verb} {len(result['runs'])} run(s), {result['checkpoints']} checkpoint(s)"
+            ),
+        )
+
+    _guard(body)
+
+
+@app.command()
+def demo(
+    approve_it: Annotated[bool, typer.Option("--approve", help="Approve without asking.")] = False,
+    as_json: JsonOpt = False,
+    database_url: DbOpt = None,
+) -> None:
+    """Run the refund agent against the example provider, through an approval, to done."""
+    from waystone.examples.provider import ProviderProcess
+
+    def body() -> None:
+        with (
+            tempfile.TemporaryDirectory(prefix="waystone-demo-") as tmp,
+            ProviderProcess.start(Path(tmp) / "payments.sqlite3") as provider,
+            _runtime(database_url) as rt,
+        ):
+            os.environ["WAYSTONE_PAYMENTS_URL"] = provider.url
+
+            def say(text: str) -> None:
+                if not as_json:
+                    out.print(text, highlight=False)
+
+            say(f"payments provider on {provider.url}; database {rt.db.url}")
+            started = rt.start(
+                "refund",
+                {
+                    "order_id": "1001",
+                    "amount": "120.00",
+                    "currency": "EUR",
+                    "email": "ana@example.com",
+                },
+            )
+            say(f"started {started.thread_id}: {rt.registry.get(started.thread_id).goal}")
+            waiting = rt.run(started.thread_id)
+            if not as_json:
+                _render_status(waiting)
+            if waiting.state != "waiting":
+                raise WaystoneError(f"expected the run to wait for approval, it is {waiting.state}")
+            if not approve_it and not _confirm_or_default("Approve this refund?", say):
+                rt.reject(started.thread_id, by=_actor(None), reason="declined in the demo")
+            else:
+                rt.approve(started.thread_id, by=_actor(None), comment="approved in the demo")
+            final = rt.run(started.thread_id)
+            hist = rt.history(started.thread_id)
+            ledger = provider.ledger()
+        result = {
+            "thread_id": final.thread_id,
+            "state": final.state,
+            "reason": final.reason,
+            "history": hist,
+            "provider_ledger": ledger,
+        }
+
+        def render() -> None:
+            _render_history(hist)
+            out.print(
+                f"provider ledger: {len(ledger['refunds'])} refund(s), "
+                f"{len(ledger['notifications'])} notification(s)"
+            )
+            _render_status(final)
+
+        _emit(as_json, result, render)
+
+    _guard(body)
+
+
+@debug_app.command("crash-points")
+def crash_points(as_json: JsonOpt = False, database_url: DbOpt = None) -> None:
+    """List every WAYSTONE_CRASH_AT point."""
+    del database_url
+
+    def render() -> None:
+        for p in CRASH_POINTS.values():
+            suffix = "  (also <point>@<tool>)" if p.per_tool else ""
+            out.print(f"{p.name:26} {p.where}{suffix}", highlight=False)
+
+    points = [
+        {"name": p.name, "where": p.where, "per_tool": p.per_tool} for p in CRASH_POINTS.values()
+    ]
+    _emit(as_json, {"crash_points": points}, render)
