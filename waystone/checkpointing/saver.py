@@ -20,7 +20,9 @@ before the node returns). Threads without a lease token are saved as the stock s
 A node's own ledger changes may ride with its checkpoint too (``ride``): the receipt of an
 effect the tool can reconcile and a confirmation are committed in the checkpoint's
 transaction, before it, so the step is still one round trip and they are durable exactly
-when the node is done.
+when the node is done. A run that ends makes its final transition in the transaction of
+its graph's last checkpoint the same way (``finishing``). Whatever is held under one lease
+never commits under another (``_own``).
 
 A new run's first two checkpoints (its input, and the input mapped by ``__start__``) are no
 node's boundary: both are made from the run's input, which its row already holds. They are
@@ -69,8 +71,6 @@ from waystone.privacy.seal import SealedSerializer, Sealer
 logger = logging.getLogger(__name__)
 
 Finisher = Callable[[dict[str, Any]], list[Statement] | None]
-
-
 LEASE_KEY = "lease_token"
 PULL_TASK = "~__pregel_pull, "  # a task path's start for a node's own (pulled) task
 LATEST_KEPT = 4096  # threads whose latest checkpoint id this process remembers
