@@ -87,7 +87,10 @@ class WaystoneSaver(PostgresSaver):
         redact: Callable[[Any], Any] | None = None,
         sealer: Sealer | None = None,
     ) -> None:
-        super().__init__(db.pool, serde=SealedSerializer(JsonPlusSerializer(), sealer))
+        # Loads build only LangGraph's safe types (its strict msgpack allowlist): a run's
+        # state is plain data, and a class named in a blob is never imported or called
+        serde = JsonPlusSerializer(allowed_msgpack_modules=None)
+        super().__init__(db.pool, serde=SealedSerializer(serde, sealer))
         self._pool = db.pool
         self._fence = threading.local()
         self._redact = redact
