@@ -7,7 +7,7 @@ Metadata is sealed key by key, except the keys LangGraph queries.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from langgraph.checkpoint.base import (
@@ -56,6 +56,47 @@ def reveal(sealer: Sealer | None, found: CheckpointTuple | None) -> CheckpointTu
     for k, v in list(found.metadata.items()):
         found.metadata[k] = open_value(sealer, v)  # type: ignore[literal-required]
     return found
+
+
+def split_filter(
+    filter: dict[str, Any] | None, sealer: Sealer | None
+) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """A metadata filter as (what Postgres can match, what must be matched once opened):
+    with a sealer, every key but the structural ones is sealed, and a sealed value never
+    equals the plain one asked for."""
+    if not filter or sealer is None:
+        return filter, {}
+    plain = {k: v for k, v in filter.items() if k in STRUCTURAL}
+    return plain or None, {k: v for k, v in filter.items() if k not in STRUCTURAL}
+
+
+def matching(
+    found: Iterable[CheckpointTuple | None], sealed: dict[str, Any], limit: int | None
+) -> Iterator[CheckpointTuple]:
+    """The opened checkpoints whose metadata contains ``sealed``, up to ``limit``."""
+    kept = 0
+    for item in found:
+        assert item is not None
+        if sealed and not contains(dict(item.metadata), sealed):
+            continue
+        yield item
+        kept += 1
+        if limit is not None and kept >= limit:
+            return
+
+
+def contains(have: Any, want: Any) -> bool:
+    """``have @> want`` as JSONB containment has it (what the stock saver's filter asks of
+    Postgres): objects by their keys, arrays by their elements, anything else by value."""
+    if isinstance(want, dict):
+        return isinstance(have, dict) and all(
+            k in have and contains(have[k], v) for k, v in want.items()
+        )
+    if isinstance(want, list):
+        return isinstance(have, list) and all(any(contains(h, w) for h in have) for w in want)
+    if isinstance(have, bool) or isinstance(want, bool):
+        return have is want  # JSON's true is not 1
+    return bool(have == want)
 
 
 def _inline(value: Any) -> bool:

@@ -62,7 +62,7 @@ from psycopg import Cursor
 from psycopg.rows import DictRow, dict_row
 
 from waystone import sql
-from waystone.checkpointing.at_rest import protect, reveal
+from waystone.checkpointing.at_rest import matching, protect, reveal, split_filter
 from waystone.checkpointing.database import FENCE_SQL, Database, translate
 from waystone.checkpointing.held import Held, Recorder, Statement
 from waystone.errors import LeaseLost
@@ -180,10 +180,9 @@ class WaystoneSaver(PostgresSaver):
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
         self._flush_before_read(config)
-        for found in super().list(config, filter=filter, before=before, limit=limit):
-            revealed = reveal(self._sealer, found)
-            assert revealed is not None
-            yield revealed
+        plain, sealed = split_filter(filter, self._sealer)  # sealed keys: matched here
+        found = super().list(config, filter=plain, before=before, limit=None if sealed else limit)
+        yield from matching((reveal(self._sealer, item) for item in found), sealed, limit)
 
     @contextmanager
     def _fenced(self, config: RunnableConfig) -> Iterator[None]:
