@@ -17,7 +17,6 @@ import signal
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from types import FrameType
 
 import psycopg
@@ -148,12 +147,11 @@ class Worker:
 
     def _idle_timeout(self) -> float:
         try:
-            wake_at = self.rt.registry.next_wake()
+            due = self.rt.registry.next_wake()  # by the database's clock
         except WaystoneError:
             return self.poll_seconds
-        if wake_at is None:
+        if due is None:
             return self.poll_seconds
-        due = (wake_at - datetime.now(UTC)).total_seconds()
         return max(0.05, min(self.poll_seconds, due + 0.05))
 
     def _drive(self, run: Run) -> None:

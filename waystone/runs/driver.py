@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -263,7 +262,7 @@ def _answer(waiting_on: Interrupt, run: Run, signals: SignalBox) -> Command[Any]
         if waiting_on.value["kind"] == APPROVAL:
             return Command(resume=sig.payload)
         return Command(resume={"signal": sig.name, "payload": sig.payload, "id": sig.id})
-    if run.wake_at is not None and run.wake_at <= datetime.now(UTC):
+    if run.timed_out:  # judged by the claim, on the database's clock
         return Command(resume={"timeout": True})
     return None
 
@@ -328,11 +327,11 @@ def _to_waiting(registry: RunRegistry, run: Run, waiting_on: Interrupt, conn: An
     if value["kind"] == APPROVAL:
         reason = f"waiting for approval of {value.get('tool')}: {value.get('reason')}"
         evidence = {"pending_approval": value}
-        wake_at = None
+        wait_seconds = None
     else:
         reason = f"waiting for signal {value['name']!r} (timeout {value['timeout_s']:g}s)"
         evidence = {"waiting_for_signal": value, "interrupt_id": waiting_on.id}
-        wake_at = datetime.now(UTC) + timedelta(seconds=float(value["timeout_s"]))
+        wait_seconds = float(value["timeout_s"])
     return registry.transition(
         run.thread_id,
         "waiting",
@@ -341,6 +340,6 @@ def _to_waiting(registry: RunRegistry, run: Run, waiting_on: Interrupt, conn: An
         evidence=evidence,
         lease_token=run.lease_token,
         waiting_for=wanted_signal(waiting_on),
-        wake_at=wake_at,
+        wait_seconds=wait_seconds,
         conn=conn,
     )

@@ -47,6 +47,7 @@ class Run:
     created_at: datetime
     updated_at: datetime
     started: bool | None = None  # has checkpoints (known when claimed; None: not asked)
+    timed_out: bool = False  # claimed from a wait whose deadline passed (Postgres' clock)
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Run:
@@ -208,6 +209,7 @@ class RunRegistry:
         actor: str = "waystone",
         waiting_for: str | None = None,
         wake_at: datetime | None = None,
+        wait_seconds: float | None = None,
         bump: bool = False,
         conn: Conn | None = None,
         spend_signals: bool = False,
@@ -217,7 +219,8 @@ class RunRegistry:
         ``lease_token`` makes it conditional on the caller still holding the lease;
         ``bump`` raises the token, so a process that holds the run loses it (cancel).
         ``spend_signals`` consumes, in the same statement, the signals a run that ends has
-        used and the approvals it no longer waits on.
+        used and the approvals it no longer waits on. ``wait_seconds`` sets a wait's
+        deadline that far ahead of the database's clock (a worker's may be off).
         """
         if to_state not in STATES:
             raise TransitionNotAllowed(f"unknown state {to_state!r}")
@@ -234,6 +237,7 @@ class RunRegistry:
             lease_token=lease_token,
             waiting_for=waiting_for,
             wake_at=wake_at,
+            wait_seconds=wait_seconds,
             bump=bump,
             spend_signals=spend_signals,
         )
@@ -305,9 +309,11 @@ class RunRegistry:
         """Hand the lease back (no state change); the next claim takes the run at once."""
         return bool(self.db.execute("release", thread_id=thread_id, lease_token=lease_token))
 
-    def next_wake(self) -> datetime | None:
+    def next_wake(self) -> float | None:
+        """Seconds until the first waiting run is due (negative: overdue), by the
+        database's clock; ``None`` when no run waits with a deadline."""
         row = self.db.fetch_one("next_wake")
-        return row["wake_at"] if row else None
+        return row["due_in"] if row else None
 
     def heartbeat(self, thread_id: str, lease_token: int, lease_seconds: float) -> bool:
         row = self.db.fetch_one(

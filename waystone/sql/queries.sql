@@ -30,7 +30,10 @@ LIMIT %(limit)s;
 WITH moved AS (
     UPDATE waystone.runs
     SET state = %(to_state)s, reason = %(reason)s, evidence = %(evidence)s, actor = %(actor)s,
-        waiting_for = %(waiting_for)s, wake_at = %(wake_at)s,
+        waiting_for = %(waiting_for)s,
+        -- a wait's deadline, on the database's clock (never a worker's)
+        wake_at = coalesce(%(wake_at)s::timestamptz,
+                           clock_timestamp() + make_interval(secs => %(wait_seconds)s::float8)),
         lease_token = lease_token + CASE WHEN %(bump)s THEN 1 ELSE 0 END,
         lease_owner = CASE WHEN %(to_state)s = 'running' THEN lease_owner ELSE NULL END,
         lease_expires_at = CASE WHEN %(to_state)s = 'running' THEN lease_expires_at ELSE NULL END
@@ -146,6 +149,8 @@ SET state = 'running',
 FROM candidate c
 WHERE r.thread_id = c.thread_id
 RETURNING r.*, c.prev_state, c.prev_owner,
+    -- whether the wait it was taken from is over, by the database's clock (never a worker's)
+    coalesce(c.prev_state = 'waiting' AND r.wake_at <= clock_timestamp(), false) AS timed_out,
     -- whether it has checkpoints, for a run that was queued (no writer can be under way);
     -- NULL (unknown: read them) for a takeover
     CASE WHEN c.prev_state = 'queued'
@@ -161,7 +166,9 @@ WHERE thread_id = %(thread_id)s AND lease_token = %(lease_token)s AND state = 'r
 RETURNING thread_id;
 
 -- name: next_wake
-SELECT min(wake_at) AS wake_at FROM waystone.runs WHERE state = 'waiting';
+-- Seconds until the first waiting run is due, by the database's clock (never a worker's).
+SELECT extract(epoch FROM min(wake_at) - clock_timestamp())::float8 AS due_in
+FROM waystone.runs WHERE state = 'waiting';
 
 -- name: heartbeat
 UPDATE waystone.runs
