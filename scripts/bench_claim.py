@@ -1,5 +1,6 @@
 """What a claim costs with a backlog: median ms of a worker's claim (any run) and of a
-named one, with no other runs and then with ``--backlog`` queued runs waiting.
+named one, with no other runs, then with ``--backlog`` queued runs waiting, then (a worker
+that serves one agent) with the backlog another agent's.
 
     python scripts/bench_claim.py [--backlog 20000]
 
@@ -73,6 +74,16 @@ def main() -> int:
             report[f"backlog_{args.backlog}_ms"] = {
                 "any": claims(rt, spec.name, False),
                 "named": claims(rt, spec.name, True),
+            }
+            # the backlog is another agent's: a worker that serves this one only
+            with rt.db.connection() as conn:
+                conn.execute(
+                    "UPDATE waystone.runs SET agent = 'elsewhere' WHERE thread_id LIKE %s",
+                    (prefix + "%",),
+                )
+                conn.execute("VACUUM ANALYZE waystone.runs")  # the moved rows' old versions
+            report[f"other_agents_backlog_{args.backlog}_ms"] = {
+                "any": claims(rt, spec.name, False)
             }
         finally:
             with rt.db.connection() as conn:

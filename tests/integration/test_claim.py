@@ -28,8 +28,8 @@ def _backlog(conn: psycopg.Connection[Any], agent: str, n: int = BACKLOG) -> Non
 
 
 def _most_rows(plan: dict[str, Any]) -> int:
-    """The most rows any node of an EXPLAIN ANALYZE plan produced."""
-    own = int(plan.get("Actual Rows", 0))
+    """The most rows any node of an EXPLAIN ANALYZE plan read: produced or filtered out."""
+    own = int(plan.get("Actual Rows", 0)) + int(plan.get("Rows Removed by Filter", 0))
     return max([own, *(_most_rows(p) for p in plan.get("Plans", []))])
 
 
@@ -59,6 +59,24 @@ def test_a_claim_reads_a_handful_of_rows_however_long_the_backlog(
         _claim_plan(sql, thread_id=f"backlog-{BACKLOG // 2}"),  # a named one
     ):
         assert _most_rows(plan) <= 5, json.dumps(plan)[:2000]
+
+
+def test_a_worker_for_some_agents_never_reads_past_other_agents_backlog(
+    runtime: Runtime, sql: psycopg.Connection[Any]
+) -> None:
+    """Behind a backlog of another agent's queued runs, a worker that serves one agent (or
+    two) finds its oldest queued run through the agent's own index, and takes it."""
+    spec = registered(runtime)
+    _backlog(sql, "someone-else")
+    mine = [runtime.start(spec.name, {}).thread_id for _ in range(2)]
+    for agents in ([spec.name], [spec.name, "another"]):
+        plan = _claim_plan(sql, thread_id=None, agents=agents)
+        assert _most_rows(plan) <= 5, json.dumps(plan)[:2000]
+    taken = [runtime.registry.claim(owner="test", lease_seconds=30, agents=[spec.name, "x"])]
+    taken.append(runtime.registry.claim(owner="test", lease_seconds=30, agents=[spec.name]))
+    assert [run.thread_id if run else None for run in taken] == mine
+    oldest = runtime.registry.claim(owner="test", lease_seconds=30, agents=["someone-else"])
+    assert oldest is not None and oldest.thread_id == "backlog-1"
 
 
 def test_the_oldest_runnable_run_of_any_kind_is_taken_first(

@@ -100,6 +100,24 @@ def test_migrate_is_idempotent(database_url: str) -> None:
     assert tables is not None and tables["n"] == 3
 
 
+def test_a_database_at_the_baseline_is_upgraded_to_what_a_fresh_one_has(
+    database_url: str, sql: psycopg.Connection[Any]
+) -> None:
+    """Each numbered migration brings a database made by an older Waystone (version 1) to
+    the schema a fresh one gets from schema.sql: the same indexes, the newest version."""
+    query = "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'waystone' ORDER BY 1"
+    fresh = sql.execute(query).fetchall()
+    sql.execute("DROP INDEX waystone.runs_queued_agent_idx")  # what 0002 adds
+    sql.execute("DELETE FROM waystone_schema_version")
+    sql.execute("INSERT INTO waystone_schema_version (version) VALUES (1)")
+    db = Database.open(Settings(database_url=database_url))
+    try:
+        assert migrate(db) == latest_version() == 2
+    finally:
+        db.close()
+    assert sql.execute(query).fetchall() == fresh
+
+
 def test_two_processes_migrate_an_empty_database_at_once(empty_database_url: str) -> None:
     code = (
         "from waystone.checkpointing.database import Database;"

@@ -96,11 +96,23 @@ WITH named AS (
 ), queued AS (
     SELECT r.thread_id, r.state, r.lease_owner, r.updated_at
     FROM waystone.runs r
-    WHERE %(thread_id)s::text IS NULL AND r.state = 'queued'
-      AND (%(agents)s::text[] IS NULL OR r.agent = ANY(%(agents)s))
+    WHERE %(thread_id)s::text IS NULL AND %(agents)s::text[] IS NULL AND r.state = 'queued'
     ORDER BY r.updated_at
     LIMIT 1
     FOR NO KEY UPDATE SKIP LOCKED
+), queued_for AS (
+    -- a worker serving some agents: the oldest queued run of each, through
+    -- runs_queued_agent_idx, never reading past other agents' backlog
+    SELECT q.*
+    FROM unnest(%(agents)s::text[]) AS a(agent)
+    CROSS JOIN LATERAL (
+        SELECT r.thread_id, r.state, r.lease_owner, r.updated_at
+        FROM waystone.runs r
+        WHERE %(thread_id)s::text IS NULL AND r.state = 'queued' AND r.agent = a.agent
+        ORDER BY r.updated_at, r.thread_id  -- only that index has this order
+        LIMIT 1
+        FOR NO KEY UPDATE SKIP LOCKED
+    ) q
 ), due AS (
     SELECT r.thread_id, r.state, r.lease_owner, r.updated_at
     FROM waystone.runs r
@@ -131,6 +143,7 @@ WITH named AS (
 ), candidate AS (
     SELECT * FROM named
     UNION ALL SELECT * FROM queued
+    UNION ALL SELECT * FROM queued_for
     UNION ALL SELECT * FROM due
     UNION ALL SELECT * FROM signalled
     UNION ALL SELECT * FROM expired

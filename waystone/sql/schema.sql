@@ -46,6 +46,7 @@ CREATE TABLE waystone.runs (
 );
 
 CREATE INDEX runs_state_idx ON waystone.runs (state, updated_at);
+CREATE INDEX runs_queued_agent_idx ON waystone.runs (agent, updated_at, thread_id) WHERE state = 'queued';
 CREATE INDEX runs_wake_idx ON waystone.runs (wake_at) WHERE state = 'waiting';
 CREATE INDEX runs_lease_idx ON waystone.runs (lease_expires_at) WHERE state = 'running';
 
