@@ -1,5 +1,7 @@
 """``waystone worker``: claim runnable runs, drive them, release them. Stateless; run as
-many as you like, on as many machines as you like, against one Postgres.
+many as you like, on as many machines as you like, against one Postgres. A worker claims
+only runs of the agents it has (``WAYSTONE_AGENTS``, or ``agents=``), so pools of workers
+can serve different agents side by side.
 
 Idle workers hold no run and wait on LISTEN/NOTIFY (``waystone_runnable``), with a slow
 poll as a fallback and a timer for the next wait that times out. SIGTERM (or a first
@@ -41,6 +43,9 @@ class WorkerStats:
 
 
 class Worker:
+    """``agents``: the agents whose runs it claims; by default every agent its runtime has
+    (at each claim), never a run it could not drive."""
+
     def __init__(
         self,
         runtime: Runtime,
@@ -118,7 +123,7 @@ class Worker:
                 run = self.rt.registry.claim(
                     owner=self.owner,
                     lease_seconds=self.rt.settings.lease_seconds,
-                    agents=self.agents,
+                    agents=self.agents if self.agents is not None else sorted(self.rt.agents),
                 )
             except (DatabaseUnavailable, psycopg.OperationalError) as exc:
                 self._outage(exc, backoff)

@@ -290,6 +290,29 @@ def test_a_wait_that_times_out_follows_its_policy(
     assert len(provider.ledger()["refunds"]) == 1
 
 
+def test_a_worker_claims_only_runs_of_the_agents_it_has(
+    cli: Cli, provider: ProviderProcess, workers: Workers, sql: psycopg.Connection[Any]
+) -> None:
+    """Pools of workers serve different agents: one without the settlement agents (no
+    WAYSTONE_AGENTS) leaves their run queued, untouched; one with them drives it."""
+    thread_id = start_settlement(cli, "settled")
+    theirs = cli("start", "--agent", "refund", "--input", json.dumps(SMALL), "--json")
+    assert theirs.returncode == 0, theirs.stderr
+    other = json.loads(theirs.stdout)["thread_id"]
+    plain = workers.spawn("--until-idle")  # knows the refund agent only
+    assert plain.wait(timeout=60) == 0, workers.output(plain)
+    assert workers.summary(plain)["errors"] == 0
+    assert one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", other) == "done"
+    row = sql.execute(
+        "SELECT state, attempts, lease_owner FROM waystone.runs WHERE thread_id = %s",
+        (thread_id,),
+    ).fetchone()
+    assert row == ("queued", 0, None)
+    settling = workers.spawn("--until-idle", env=WEBHOOK)
+    assert settling.wait(timeout=60) == 0, workers.output(settling)
+    assert one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", thread_id) == "waiting"
+
+
 def test_cancel_a_queued_run(cli: Cli, runtime: Runtime, sql: psycopg.Connection[Any]) -> None:
     thread_id = runtime.start("refund", SMALL).thread_id
     cancelled = cli("cancel", thread_id, "--reason", "customer withdrew", "--json")
