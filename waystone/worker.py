@@ -43,8 +43,8 @@ class WorkerStats:
 
 
 class Worker:
-    """``agents``: the agents whose runs it claims; by default every agent its runtime has
-    (at each claim), never a run it could not drive."""
+    """``agents``: the agents whose runs it claims (each one its runtime has); by default
+    every agent its runtime has, at each claim. Never a run it could not drive."""
 
     def __init__(
         self,
@@ -58,6 +58,13 @@ class Worker:
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
+        if agents is not None:
+            unknown = sorted(set(agents) - set(runtime.agents))
+            if not agents or unknown:
+                known = ", ".join(sorted(runtime.agents)) or "none"
+                raise ValueError(
+                    f"a worker serves agents its runtime has: {known}; not {unknown or []}"
+                )
         self.rt = runtime
         self.concurrency = concurrency
         self.owner = process_owner() if name is None else f"{process_owner()}:{name}"
@@ -123,7 +130,7 @@ class Worker:
                 run = self.rt.registry.claim(
                     owner=self.owner,
                     lease_seconds=self.rt.settings.lease_seconds,
-                    agents=self.agents if self.agents is not None else sorted(self.rt.agents),
+                    agents=self._serving(),
                 )
             except (DatabaseUnavailable, psycopg.OperationalError) as exc:
                 self._outage(exc, backoff)
@@ -150,14 +157,20 @@ class Worker:
         with self._lock:
             return self._busy == 0
 
+    def _serving(self) -> list[str]:
+        return self.agents if self.agents is not None else sorted(self.rt.agents)
+
     def _idle_timeout(self) -> float:
+        """Until the next wait of its agents is due (by the database's clock), at most the
+        poll interval. One already due that the claim did not get is another worker's for
+        the moment: look again in a second, not at once."""
         try:
-            due = self.rt.registry.next_wake()  # by the database's clock
+            due = self.rt.registry.seconds_to_next_wake(self._serving())
         except WaystoneError:
             return self.poll_seconds
         if due is None:
             return self.poll_seconds
-        return max(0.05, min(self.poll_seconds, due + 0.05))
+        return min(self.poll_seconds, due + 0.05 if due > 0 else 1.0)
 
     def _drive(self, run: Run) -> None:
         control = RunControl()

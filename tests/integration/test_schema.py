@@ -104,10 +104,16 @@ def test_a_database_at_the_baseline_is_upgraded_to_what_a_fresh_one_has(
     database_url: str, sql: psycopg.Connection[Any]
 ) -> None:
     """Each numbered migration brings a database made by an older Waystone (version 1) to
-    the schema a fresh one gets from schema.sql: the same indexes, the newest version."""
-    query = "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'waystone' ORDER BY 1"
-    fresh = sql.execute(query).fetchall()
+    the schema a fresh one gets from schema.sql: the same indexes and columns (in any
+    order), the newest version."""
+    indexes = "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'waystone'"
+    columns = (
+        "SELECT table_name, column_name, data_type, is_nullable, column_default "
+        "FROM information_schema.columns WHERE table_schema = 'waystone'"
+    )
+    fresh = sorted(sql.execute(indexes).fetchall()), sorted(sql.execute(columns).fetchall())
     sql.execute("DROP INDEX waystone.runs_queued_agent_idx")  # what 0002 adds
+    sql.execute("ALTER TABLE waystone.runs DROP COLUMN wait_id")
     sql.execute("DELETE FROM waystone_schema_version")
     sql.execute("INSERT INTO waystone_schema_version (version) VALUES (1)")
     db = Database.open(Settings(database_url=database_url))
@@ -115,7 +121,10 @@ def test_a_database_at_the_baseline_is_upgraded_to_what_a_fresh_one_has(
         assert migrate(db) == latest_version() == 2
     finally:
         db.close()
-    assert sql.execute(query).fetchall() == fresh
+    assert (
+        sorted(sql.execute(indexes).fetchall()),
+        sorted(sql.execute(columns).fetchall()),
+    ) == fresh
 
 
 def test_two_processes_migrate_an_empty_database_at_once(empty_database_url: str) -> None:

@@ -1,12 +1,16 @@
 """A signal answers one wait: a run that waits twice for the same signal name needs two
-deliveries, and each wait gets its own payload."""
+deliveries, and each wait gets its own payload. A wait's deadline belongs to its wait: a
+run taken over after it passed still times out, and a later wait never inherits it."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import psycopg
+import pytest
 from pydantic import BaseModel
 
+from tests.conftest import wait_until
 from waystone import AgentSpec, Check, CheckResult, Rule, RulePolicy, Runtime, Settings, Tool
 from waystone.nodes.waits import SignalWait
 from waystone.proposers import Proposal, ScriptedProposer
@@ -16,7 +20,7 @@ class Pay(BaseModel):
     n: int
 
 
-def _agent() -> AgentSpec:
+def _agent(timeout_s: float = 3600) -> AgentSpec:
     tool = Tool(
         name="pay",
         description="a payment confirmed by the provider's webhook",
@@ -24,7 +28,7 @@ def _agent() -> AgentSpec:
         apply=lambda args, key, timeout: {"id": key, "n": args["n"]},
         confirm=lambda args, key, receipt, timeout: receipt,
         idempotent_by_key=True,
-        await_signal=SignalWait("payment.settled", timeout_s=3600),
+        await_signal=SignalWait("payment.settled", timeout_s=timeout_s, on_timeout="failed"),
     )
 
     def both(_input: dict[str, Any], completed: list[dict[str, Any]]) -> CheckResult:
@@ -52,3 +56,70 @@ def test_one_signal_answers_one_wait(database_url: str) -> None:
         assert rt.run(thread_id).state == "done"
         completed = rt.graph("twice").get_state(rt.config(thread_id)).values["completed"]
     assert [c["confirmation"]["signal"]["settlement"] for c in completed] == ["S-1", "S-2"]
+
+
+def _waits(sql: psycopg.Connection[Any], thread_id: str) -> int:
+    query = (
+        "SELECT count(*) FROM waystone.run_events WHERE thread_id = %s "
+        "AND kind = 'transition' AND to_state = 'waiting'"
+    )
+    row = sql.execute(query, (thread_id,)).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_a_run_taken_over_after_its_deadline_still_times_out(
+    database_url: str, sql: psycopg.Connection[Any]
+) -> None:
+    """A worker takes the run from its overdue wait and hands the lease back before it
+    resumes it (an outage, a drain): the next claim sees a running run, and still times the
+    wait out, without a second wait or a fresh deadline."""
+    with Runtime(Settings(database_url=database_url), agents={"twice": _agent(1)}) as rt:
+        thread_id = rt.start("twice", {}).thread_id
+        assert rt.run(thread_id).state == "waiting"
+        due = "SELECT wake_at <= clock_timestamp() FROM waystone.runs WHERE thread_id = %s"
+        wait_until(lambda: bool((sql.execute(due, (thread_id,)).fetchone() or [False])[0]), "due")
+        taken = rt.registry.claim(owner="gone", lease_seconds=30, thread_id=thread_id)
+        assert taken is not None and taken.deadline_passed
+        assert rt.registry.release(thread_id, taken.lease_token)
+        ended = rt.run(thread_id)
+    assert (ended.state, ended.reason) == (
+        "failed",
+        "no 'payment.settled' signal within 1s for pay",
+    )
+    assert _waits(sql, thread_id) == 1
+
+
+def test_a_later_wait_never_inherits_an_earlier_deadline(
+    database_url: str, sql: psycopg.Connection[Any]
+) -> None:
+    """A run due by a deadline that belongs to another wait (one it has moved past) is not
+    timed out: it waits again, with its own wait's deadline."""
+    with Runtime(Settings(database_url=database_url), agents={"twice": _agent()}) as rt:
+        thread_id = rt.start("twice", {}).thread_id
+        assert rt.run(thread_id).state == "waiting"
+        sql.execute(
+            "UPDATE waystone.runs SET wake_at = clock_timestamp() - interval '1 s', "
+            "wait_id = 'an-earlier-wait' WHERE thread_id = %s",
+            (thread_id,),
+        )
+        again = rt.run(thread_id)
+    assert again.state == "waiting"
+    row = sql.execute(
+        "SELECT extract(epoch FROM wake_at - clock_timestamp()), wait_id "
+        "FROM waystone.runs WHERE thread_id = %s",
+        (thread_id,),
+    ).fetchone()
+    assert row is not None and 3500 < float(row[0]) <= 3600
+    assert row[1] != "an-earlier-wait"
+
+
+def test_an_idle_worker_waits_for_its_own_agents_deadlines_only(database_url: str) -> None:
+    """Another pool's overdue wait does not wake a worker that cannot take it."""
+    with Runtime(Settings(database_url=database_url), agents={"twice": _agent()}) as rt:
+        thread_id = rt.start("twice", {}).thread_id
+        assert rt.run(thread_id).state == "waiting"
+        mine = rt.registry.seconds_to_next_wake(["twice"])
+        assert mine is not None and 3500 < mine <= 3600
+        assert rt.registry.seconds_to_next_wake(["refund"]) is None
+        assert rt.registry.seconds_to_next_wake() == pytest.approx(mine, abs=60)

@@ -262,7 +262,7 @@ def _answer(waiting_on: Interrupt, run: Run, signals: SignalBox) -> Command[Any]
         if waiting_on.value["kind"] == APPROVAL:
             return Command(resume=sig.payload)
         return Command(resume={"signal": sig.name, "payload": sig.payload, "id": sig.id})
-    if run.timed_out:  # judged by the claim, on the database's clock
+    if run.deadline_passed and run.wait_id == waiting_on.id:  # by the database's clock
         return Command(resume={"timeout": True})
     return None
 
@@ -327,11 +327,14 @@ def _to_waiting(registry: RunRegistry, run: Run, waiting_on: Interrupt, conn: An
     if value["kind"] == APPROVAL:
         reason = f"waiting for approval of {value.get('tool')}: {value.get('reason')}"
         evidence = {"pending_approval": value}
-        wait_seconds = None
+        wake_at, wait_seconds = None, None
     else:
         reason = f"waiting for signal {value['name']!r} (timeout {value['timeout_s']:g}s)"
         evidence = {"waiting_for_signal": value, "interrupt_id": waiting_on.id}
-        wait_seconds = float(value["timeout_s"])
+        if run.wait_id == waiting_on.id and run.wake_at is not None:
+            wake_at, wait_seconds = run.wake_at, None  # the same wait: its deadline stands
+        else:
+            wake_at, wait_seconds = None, float(value["timeout_s"])
     return registry.transition(
         run.thread_id,
         "waiting",
@@ -340,6 +343,8 @@ def _to_waiting(registry: RunRegistry, run: Run, waiting_on: Interrupt, conn: An
         evidence=evidence,
         lease_token=run.lease_token,
         waiting_for=wanted_signal(waiting_on),
+        wake_at=wake_at,
         wait_seconds=wait_seconds,
+        wait_id=waiting_on.id,
         conn=conn,
     )

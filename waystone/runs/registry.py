@@ -47,7 +47,8 @@ class Run:
     created_at: datetime
     updated_at: datetime
     started: bool | None = None  # has checkpoints (known when claimed; None: not asked)
-    timed_out: bool = False  # claimed from a wait whose deadline passed (Postgres' clock)
+    wait_id: str | None = None  # the interrupt whose wait wake_at is the deadline of
+    deadline_passed: bool = False  # wake_at has passed, by Postgres' clock (known when claimed)
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Run:
@@ -210,6 +211,7 @@ class RunRegistry:
         waiting_for: str | None = None,
         wake_at: datetime | None = None,
         wait_seconds: float | None = None,
+        wait_id: str | None = None,
         bump: bool = False,
         conn: Conn | None = None,
         spend_signals: bool = False,
@@ -219,11 +221,14 @@ class RunRegistry:
         ``lease_token`` makes it conditional on the caller still holding the lease;
         ``bump`` raises the token, so a process that holds the run loses it (cancel).
         ``spend_signals`` consumes, in the same statement, the signals a run that ends has
-        used and the approvals it no longer waits on. ``wait_seconds`` sets a wait's
-        deadline that far ahead of the database's clock (a worker's may be off).
+        used and the approvals it no longer waits on. A wait's deadline is ``wake_at`` (a
+        time read from the database), or ``wait_seconds`` ahead of the database's clock (a
+        worker's may be off); ``wait_id`` names the interrupt it belongs to.
         """
         if to_state not in STATES:
             raise TransitionNotAllowed(f"unknown state {to_state!r}")
+        if wake_at is not None and wait_seconds is not None:
+            raise ValueError("give a wait's deadline as wake_at or as wait_seconds, not both")
         sources = from_states or tuple(s for s, dsts in ALLOWED.items() if to_state in dsts)
         rows = self.db.execute(
             "transition",
@@ -238,6 +243,7 @@ class RunRegistry:
             waiting_for=waiting_for,
             wake_at=wake_at,
             wait_seconds=wait_seconds,
+            wait_id=wait_id,
             bump=bump,
             spend_signals=spend_signals,
         )
@@ -309,10 +315,11 @@ class RunRegistry:
         """Hand the lease back (no state change); the next claim takes the run at once."""
         return bool(self.db.execute("release", thread_id=thread_id, lease_token=lease_token))
 
-    def next_wake(self) -> float | None:
-        """Seconds until the first waiting run is due (negative: overdue), by the
-        database's clock; ``None`` when no run waits with a deadline."""
-        row = self.db.fetch_one("next_wake")
+    def seconds_to_next_wake(self, agents: list[str] | None = None) -> float | None:
+        """Seconds until the first waiting run of ``agents`` (``None``: any) is due
+        (negative: overdue), by the database's clock; ``None`` when none waits with a
+        deadline."""
+        row = self.db.fetch_one("next_wake", agents=agents)
         return row["due_in"] if row else None
 
     def heartbeat(self, thread_id: str, lease_token: int, lease_seconds: float) -> bool:

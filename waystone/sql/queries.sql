@@ -31,9 +31,11 @@ WITH moved AS (
     UPDATE waystone.runs
     SET state = %(to_state)s, reason = %(reason)s, evidence = %(evidence)s, actor = %(actor)s,
         waiting_for = %(waiting_for)s,
-        -- a wait's deadline, on the database's clock (never a worker's)
+        -- a wait's deadline (kept, or set on the database's clock, never a worker's), and
+        -- the interrupt it belongs to
         wake_at = coalesce(%(wake_at)s::timestamptz,
                            clock_timestamp() + make_interval(secs => %(wait_seconds)s::float8)),
+        wait_id = %(wait_id)s,
         lease_token = lease_token + CASE WHEN %(bump)s THEN 1 ELSE 0 END,
         lease_owner = CASE WHEN %(to_state)s = 'running' THEN lease_owner ELSE NULL END,
         lease_expires_at = CASE WHEN %(to_state)s = 'running' THEN lease_expires_at ELSE NULL END
@@ -58,7 +60,8 @@ WITH moved AS (
     UPDATE waystone.runs
     SET state = CASE WHEN state = 'running' THEN %(to_state)s ELSE 'not running' END,
         reason = %(reason)s, evidence = %(evidence)s, actor = 'waystone',
-        waiting_for = NULL, wake_at = NULL, lease_owner = NULL, lease_expires_at = NULL
+        waiting_for = NULL, wake_at = NULL, wait_id = NULL, lease_owner = NULL,
+        lease_expires_at = NULL
     WHERE thread_id = %(thread_id)s AND lease_token = %(lease_token)s
     RETURNING thread_id
 ), spent AS (
@@ -162,8 +165,9 @@ SET state = 'running',
 FROM candidate c
 WHERE r.thread_id = c.thread_id
 RETURNING r.*, c.prev_state, c.prev_owner,
-    -- whether the wait it was taken from is over, by the database's clock (never a worker's)
-    coalesce(c.prev_state = 'waiting' AND r.wake_at <= clock_timestamp(), false) AS timed_out,
+    -- whether the deadline of its wait (wait_id's) has passed, by the database's clock
+    -- (never a worker's); taken over from a worker that claimed it, too
+    coalesce(r.wake_at <= clock_timestamp(), false) AS deadline_passed,
     -- whether it has checkpoints, for a run that was queued (no writer can be under way);
     -- NULL (unknown: read them) for a takeover
     CASE WHEN c.prev_state = 'queued'
@@ -179,9 +183,11 @@ WHERE thread_id = %(thread_id)s AND lease_token = %(lease_token)s AND state = 'r
 RETURNING thread_id;
 
 -- name: next_wake
--- Seconds until the first waiting run is due, by the database's clock (never a worker's).
+-- Seconds until the first waiting run of these agents (NULL: any) is due, by the
+-- database's clock (never a worker's).
 SELECT extract(epoch FROM min(wake_at) - clock_timestamp())::float8 AS due_in
-FROM waystone.runs WHERE state = 'waiting';
+FROM waystone.runs
+WHERE state = 'waiting' AND (%(agents)s::text[] IS NULL OR agent = ANY(%(agents)s));
 
 -- name: heartbeat
 UPDATE waystone.runs

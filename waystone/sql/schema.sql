@@ -42,7 +42,8 @@ CREATE TABLE waystone.runs (
     summary          jsonb,         -- compact evidence kept when its checkpoints are pruned
     pruned_at        timestamptz,
     created_at       timestamptz NOT NULL DEFAULT now(),
-    updated_at       timestamptz NOT NULL DEFAULT now()
+    updated_at       timestamptz NOT NULL DEFAULT now(),
+    wait_id          text           -- the interrupt whose wait wake_at is the deadline of
 );
 
 CREATE INDEX runs_state_idx ON waystone.runs (state, updated_at);

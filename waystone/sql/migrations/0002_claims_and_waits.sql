@@ -1,0 +1,9 @@
+-- Version 2.
+-- A worker finds each of its agents' oldest queued runs through this index, without
+-- reading past other agents' backlog (the claim's queued_for). One scan of the runs table
+-- under a SHARE lock (claims and transitions wait for it): seconds for millions of runs.
+CREATE INDEX IF NOT EXISTS runs_queued_agent_idx
+    ON waystone.runs (agent, updated_at, thread_id) WHERE state = 'queued';
+-- The interrupt a waiting run's deadline (wake_at) belongs to: a run taken over after its
+-- wait was due still times out, and a wait is never given a second, fresh deadline.
+ALTER TABLE waystone.runs ADD COLUMN IF NOT EXISTS wait_id text;
