@@ -103,19 +103,26 @@ WITH named AS (
     ORDER BY r.updated_at
     LIMIT 1
     FOR NO KEY UPDATE SKIP LOCKED
-), queued_for AS (
-    -- a worker serving some agents: the oldest queued run of each, through
-    -- runs_queued_agent_idx, never reading past other agents' backlog
-    SELECT q.*
+), heads AS (
+    -- a worker serving some agents: the first queued runs of each, through
+    -- runs_queued_agent_idx (only that index has this order), never reading past other
+    -- agents' backlog; not locked: only the one queued_for takes is
+    SELECT h.thread_id
     FROM unnest(%(agents)s::text[]) AS a(agent)
     CROSS JOIN LATERAL (
-        SELECT r.thread_id, r.state, r.lease_owner, r.updated_at
+        SELECT r.thread_id
         FROM waystone.runs r
         WHERE %(thread_id)s::text IS NULL AND r.state = 'queued' AND r.agent = a.agent
-        ORDER BY r.updated_at, r.thread_id  -- only that index has this order
-        LIMIT 1
-        FOR NO KEY UPDATE SKIP LOCKED
-    ) q
+        ORDER BY r.updated_at, r.thread_id
+        LIMIT 8  -- more than the claims that hold one at once (each for one statement)
+    ) h
+), queued_for AS (
+    SELECT r.thread_id, r.state, r.lease_owner, r.updated_at
+    FROM waystone.runs r
+    WHERE r.thread_id = ANY(ARRAY(SELECT thread_id FROM heads)) AND r.state = 'queued'
+    ORDER BY r.updated_at, r.thread_id
+    LIMIT 1
+    FOR NO KEY UPDATE SKIP LOCKED
 ), due AS (
     SELECT r.thread_id, r.state, r.lease_owner, r.updated_at
     FROM waystone.runs r
