@@ -152,3 +152,22 @@ def test_two_processes_migrate_an_empty_database_at_once(empty_database_url: str
     with psycopg.connect(empty_database_url) as conn:
         row = conn.execute("SELECT count(*) FROM waystone.allowed_transitions").fetchone()
     assert row == (13,)
+
+
+def test_a_database_a_newer_waystone_migrated_is_left_as_it_is(
+    database_url: str, sql: psycopg.Connection[Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """During a rolling deploy (or after a rollback) older code meets a newer schema: it
+    starts without migrating anything, and says so."""
+    sql.execute(
+        "INSERT INTO waystone_schema_version (version) VALUES (%s)", (latest_version() + 1,)
+    )
+    db = Database.open(Settings(database_url=database_url))
+    try:
+        with caplog.at_level("WARNING", logger="waystone.checkpointing.migrations"):
+            assert migrate(db) == latest_version()
+    finally:
+        db.close()
+    versions = [r[0] for r in sql.execute("SELECT version FROM waystone_schema_version ORDER BY 1")]
+    assert versions == [latest_version(), latest_version() + 1]
+    assert "newer than this Waystone's" in caplog.text

@@ -61,9 +61,16 @@ def _up_to_date(db: Database) -> bool:
         if not row or not row["present"]:
             return False
         versions = conn.execute(VERSIONS).fetchone()
+    if versions and (versions["ours"] or 0) > latest_version():
+        # a newer Waystone migrated it (a rolling deploy, a rollback): it is a superset of
+        # what this code needs, and never migrated down
+        logger.warning(
+            "the database's schema is newer than this Waystone's; upgrade this process",
+            extra={"database_version": versions["ours"], "code_version": latest_version()},
+        )
     return bool(
         versions
-        and versions["ours"] == latest_version()
+        and (versions["ours"] or 0) >= latest_version()
         and versions["langgraph"] == len(PostgresSaver.MIGRATIONS) - 1
         and versions["fences"] >= 3
     )
