@@ -303,11 +303,13 @@ def test_a_worker_claims_only_runs_of_the_agents_it_has(
     assert plain.wait(timeout=60) == 0, workers.output(plain)
     assert workers.summary(plain)["errors"] == 0
     assert one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", other) == "done"
-    row = sql.execute(
-        "SELECT state, attempts, lease_owner FROM waystone.runs WHERE thread_id = %s",
-        (thread_id,),
-    ).fetchone()
-    assert row == ("queued", 0, None)
+    query = "SELECT state, attempts, lease_owner FROM waystone.runs WHERE thread_id = %s"
+    assert sql.execute(query, (thread_id,)).fetchone() == ("queued", 0, None)
+    narrowed = workers.spawn("--until-idle", "--agent", "refund", env=WEBHOOK)  # has it, skips it
+    assert narrowed.wait(timeout=60) == 0, workers.output(narrowed)
+    assert sql.execute(query, (thread_id,)).fetchone() == ("queued", 0, None)
+    unknown = cli("worker", "--until-idle", "--agent", "nobody")
+    assert unknown.returncode != 0 and "not ['nobody']" in unknown.stderr, unknown.stderr
     settling = workers.spawn("--until-idle", env=WEBHOOK)
     assert settling.wait(timeout=60) == 0, workers.output(settling)
     assert one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", thread_id) == "waiting"

@@ -49,6 +49,13 @@ def worker(
         ),
     ] = None,
     name: Annotated[str | None, typer.Option("--name", envvar="WAYSTONE_WORKER_NAME")] = None,
+    agents: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--agent",
+            help="Claim only this agent's runs (repeat for more); default: every agent loaded.",
+        ),
+    ] = None,
     until_idle: Annotated[
         bool,
         typer.Option(
@@ -81,13 +88,17 @@ def worker(
         with Runtime(settings) as rt:
             for handler in logging.getLogger().handlers:
                 handler.addFilter(rt.vault.log_filter())  # no personal data in the logs
-            w = Worker(
-                rt,
-                concurrency=concurrency,
-                name=name,
-                until_idle=until_idle,
-                poll_seconds=poll_seconds,
-            )
+            try:
+                w = Worker(
+                    rt,
+                    concurrency=concurrency,
+                    name=name,
+                    until_idle=until_idle,
+                    poll_seconds=poll_seconds,
+                    agents=agents or None,
+                )
+            except ValueError as exc:
+                raise BadInput(f"{exc} (load agents with WAYSTONE_AGENTS)") from exc
             w.install_signal_handlers()
             stats = w.run()
         result = {
