@@ -41,10 +41,11 @@ def _most_rows(plan: dict[str, Any]) -> int:
 def _claim_plan(conn: psycopg.Connection[Any], **params: Any) -> dict[str, Any]:
     args = {"agents": None, "owner": "test", "lease_seconds": 30, "dead_owner": None}
     args.update(reason="claimed", **params)
+    query = "claim" if params.get("thread_id") is None else "claim_named"
     with conn.transaction(force_rollback=True):
         row = (
             psycopg.ClientCursor(conn)
-            .execute("EXPLAIN (ANALYZE, FORMAT JSON) " + queries.query("claim"), args)
+            .execute("EXPLAIN (ANALYZE, FORMAT JSON) " + queries.query(query), args)
             .fetchone()
         )
     assert row is not None
@@ -59,7 +60,6 @@ def test_a_claim_reads_a_handful_of_rows_however_long_the_backlog(
     spec = registered(runtime)
     _backlog(sql, spec.name)
     for plan in (
-        _claim_plan(sql, thread_id=None),  # any agent's run
         _claim_plan(sql, thread_id=None, agents=[spec.name]),  # a worker's: its agents'
         _claim_plan(sql, thread_id=f"backlog-{BACKLOG // 2}"),  # a named one
     ):
@@ -122,6 +122,8 @@ def test_the_oldest_runnable_run_of_any_kind_is_taken_first(
 
 
 def test_a_worker_serves_only_agents_its_runtime_has(runtime: Runtime) -> None:
+    with pytest.raises(ValueError, match="names the agents it can drive"):
+        runtime.registry.claim(owner="test", lease_seconds=30)
     with pytest.raises(ValueError, match="not \\['nobody'\\]"):
         Worker(runtime, agents=["refund", "nobody"])
     with pytest.raises(ValueError, match="serves agents its runtime has"):

@@ -104,15 +104,21 @@ def test_a_database_at_the_baseline_is_upgraded_to_what_a_fresh_one_has(
     database_url: str, sql: psycopg.Connection[Any]
 ) -> None:
     """Each numbered migration brings a database made by an older Waystone (version 1) to
-    the schema a fresh one gets from schema.sql: the same indexes and columns (in any
-    order), the newest version."""
+    the schema a fresh one gets from schema.sql: the same indexes, columns (in any order)
+    and functions, the newest version."""
     indexes = "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'waystone'"
     columns = (
         "SELECT table_name, column_name, data_type, is_nullable, column_default "
         "FROM information_schema.columns WHERE table_schema = 'waystone'"
     )
-    fresh = sorted(sql.execute(indexes).fetchall()), sorted(sql.execute(columns).fetchall())
+    functions = (
+        "SELECT p.proname, pg_get_functiondef(p.oid) FROM pg_proc p "
+        "JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'waystone'"
+    )
+    queries = (indexes, columns, functions)
+    fresh = [sorted(sql.execute(q).fetchall()) for q in queries]
     sql.execute("DROP INDEX waystone.runs_queued_agent_idx")  # what 0002 adds
+    sql.execute("DROP FUNCTION waystone.each_agent")
     sql.execute("ALTER TABLE waystone.runs DROP COLUMN wait_id")
     sql.execute("DELETE FROM waystone_schema_version")
     sql.execute("INSERT INTO waystone_schema_version (version) VALUES (1)")
@@ -121,10 +127,7 @@ def test_a_database_at_the_baseline_is_upgraded_to_what_a_fresh_one_has(
         assert migrate(db) == latest_version() == 2
     finally:
         db.close()
-    assert (
-        sorted(sql.execute(indexes).fetchall()),
-        sorted(sql.execute(columns).fetchall()),
-    ) == fresh
+    assert [sorted(sql.execute(q).fetchall()) for q in queries] == fresh
 
 
 def test_two_processes_migrate_an_empty_database_at_once(empty_database_url: str) -> None:

@@ -268,13 +268,16 @@ class RunRegistry:
         thread_id: str | None = None,
         agents: list[str] | None = None,
     ) -> Run | None:
-        """Claim a runnable run: the named one, or the oldest runnable of ``agents``.
+        """Claim a runnable run: the named one (of one of ``agents``, when given), or the
+        oldest runnable run of ``agents`` (required then: the agents the caller can drive).
 
         A running run whose lease expired changes hands without a state change; the
         takeover is recorded on its history. ``None`` when nothing is runnable. A named
         run held by a local process that died is taken at once (checked only when the
         first try finds it not runnable).
         """
+        if thread_id is None and not agents:
+            raise ValueError("a claim of the next run names the agents it can drive")
         params: dict[str, Any] = {
             "thread_id": thread_id,
             "agents": agents,
@@ -283,13 +286,14 @@ class RunRegistry:
             "dead_owner": None,
             "reason": "claimed",
         }
-        row = self.db.fetch_one("claim", **params)
+        query = "claim" if thread_id is None else "claim_named"
+        row = self.db.fetch_one(query, **params)
         dead = None
         if row is None and thread_id is not None:
             current = self.get(thread_id)
             if current.state == "running" and owner_is_dead(current.lease_owner):
                 dead = current.lease_owner
-                row = self.db.fetch_one("claim", **{**params, "dead_owner": dead})
+                row = self.db.fetch_one(query, **{**params, "dead_owner": dead})
         if row is None:
             return None
         run = self._run(row)

@@ -7,6 +7,7 @@ from functools import cache
 from importlib import resources
 
 _NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
+_INCLUDE = re.compile(r"^--\s*include:\s*(\w+)\s*$", re.MULTILINE)
 
 
 def read(name: str) -> str:
@@ -24,7 +25,8 @@ def queries() -> dict[str, str]:
         if name in found:
             raise ValueError(f"query {name!r} is defined twice in queries.sql")
         found[name] = body.strip()
-    return found
+    # `-- include: NAME` stands for that query's text (a part two queries share)
+    return {name: _INCLUDE.sub(lambda m: found[m.group(1)], body) for name, body in found.items()}
 
 
 def query(name: str) -> str:

@@ -73,15 +73,75 @@ WITH moved AS (
 SELECT thread_id FROM moved;
 
 -- name: claim
--- Take one runnable run (the named one, or the oldest): queued; waiting with the signal
--- it waits for, or past its wake-up time; running with an expired lease, or held by a
--- local process that died. SKIP LOCKED: concurrent workers never wait on each other (a
--- row skipped because a statement held it briefly is retried: see worker.py).
--- Each kind is found through its own index (the named run by its key; the oldest queued
--- run, the first run due, the first signal waited for, the first lease expired), so a
--- claim reads a handful of rows however long the backlog; the oldest of those is taken.
--- Every claim raises the lease token by one: the fencing token.
-WITH named AS (
+-- A worker's claim: the oldest runnable run of the agents it has: queued; waiting with the
+-- signal it waits for, or past its wake-up time; running with an expired lease. SKIP
+-- LOCKED: concurrent workers never wait on each other (a row skipped because a statement
+-- held it briefly is retried: see worker.py). Each kind is found through an index (each
+-- agent's first queued runs; the first run due, the first signal waited for, the first
+-- lease expired), so a claim reads a handful of rows however long the backlog; the oldest
+-- of those is taken. Every claim raises the lease token by one: the fencing token.
+WITH heads AS (
+    -- the first queued runs of each of its agents, through runs_queued_agent_idx (only
+    -- that index has this order), never reading past other agents' backlog; not locked:
+    -- only the one queued_for takes is
+    SELECT h.thread_id
+    FROM waystone.each_agent(%(agents)s::text[]) AS a(agent)
+    CROSS JOIN LATERAL (
+        SELECT r.thread_id
+        FROM waystone.runs r
+        WHERE r.state = 'queued' AND r.agent = a.agent
+        ORDER BY r.updated_at, r.thread_id
+        LIMIT 8  -- more than the claims that hold one at once (each for one statement)
+    ) h
+), queued_for AS (
+    SELECT r.thread_id, r.state, r.lease_owner, r.updated_at
+    FROM waystone.runs r
+    WHERE r.thread_id = ANY(ARRAY(SELECT thread_id FROM heads)) AND r.state = 'queued'
+    ORDER BY r.updated_at, r.thread_id
+    LIMIT 1
+    FOR NO KEY UPDATE SKIP LOCKED
+), due AS (
+    SELECT r.thread_id, r.state, r.lease_owner, r.updated_at
+    FROM waystone.runs r
+    WHERE r.state = 'waiting'
+      AND r.wake_at <= statement_timestamp()
+      AND r.agent = ANY(%(agents)s::text[])
+    ORDER BY r.wake_at
+    LIMIT 1
+    FOR NO KEY UPDATE SKIP LOCKED
+), signalled AS (
+    SELECT r.thread_id, r.state, r.lease_owner, r.updated_at
+    FROM waystone.signals s JOIN waystone.runs r ON r.thread_id = s.thread_id
+    WHERE s.consumed_at IS NULL
+      AND r.state = 'waiting' AND s.name = r.waiting_for
+      AND r.agent = ANY(%(agents)s::text[])
+    ORDER BY s.id
+    LIMIT 1
+    FOR NO KEY UPDATE OF r SKIP LOCKED
+), expired AS (
+    SELECT r.thread_id, r.state, r.lease_owner, r.updated_at
+    FROM waystone.runs r
+    WHERE r.state = 'running'
+      AND (r.lease_expires_at IS NULL OR r.lease_expires_at < statement_timestamp())
+      AND r.agent = ANY(%(agents)s::text[])
+    ORDER BY r.lease_expires_at NULLS FIRST
+    LIMIT 1
+    FOR NO KEY UPDATE SKIP LOCKED
+), candidate AS (
+    SELECT thread_id, state AS prev_state, lease_owner AS prev_owner, updated_at FROM queued_for
+    UNION ALL SELECT * FROM due
+    UNION ALL SELECT * FROM signalled
+    UNION ALL SELECT * FROM expired
+    ORDER BY updated_at
+    LIMIT 1
+)
+-- include: claim_take
+
+-- name: claim_named
+-- `waystone run THREAD_ID`'s claim: that run, if it is runnable (as above, or held by a
+-- local process that died: dead_owner) and its agent one of these (NULL: any). A query of
+-- its own, so its plan is the primary key's and nothing else.
+WITH candidate AS (
     SELECT r.thread_id, r.state AS prev_state, r.lease_owner AS prev_owner, r.updated_at
     FROM waystone.runs r
     WHERE r.thread_id = %(thread_id)s
@@ -96,70 +156,12 @@ WITH named AS (
                AND (r.lease_expires_at IS NULL OR r.lease_expires_at < clock_timestamp()
                     OR r.lease_owner = %(dead_owner)s)))
     FOR NO KEY UPDATE SKIP LOCKED  -- not blocked by the key-share locks of FK inserts
-), queued AS (
-    SELECT r.thread_id, r.state, r.lease_owner, r.updated_at
-    FROM waystone.runs r
-    WHERE %(thread_id)s::text IS NULL AND %(agents)s::text[] IS NULL AND r.state = 'queued'
-    ORDER BY r.updated_at
-    LIMIT 1
-    FOR NO KEY UPDATE SKIP LOCKED
-), heads AS (
-    -- a worker serving some agents: the first queued runs of each, through
-    -- runs_queued_agent_idx (only that index has this order), never reading past other
-    -- agents' backlog; not locked: only the one queued_for takes is
-    SELECT h.thread_id
-    FROM unnest(%(agents)s::text[]) AS a(agent)
-    CROSS JOIN LATERAL (
-        SELECT r.thread_id
-        FROM waystone.runs r
-        WHERE %(thread_id)s::text IS NULL AND r.state = 'queued' AND r.agent = a.agent
-        ORDER BY r.updated_at, r.thread_id
-        LIMIT 8  -- more than the claims that hold one at once (each for one statement)
-    ) h
-), queued_for AS (
-    SELECT r.thread_id, r.state, r.lease_owner, r.updated_at
-    FROM waystone.runs r
-    WHERE r.thread_id = ANY(ARRAY(SELECT thread_id FROM heads)) AND r.state = 'queued'
-    ORDER BY r.updated_at, r.thread_id
-    LIMIT 1
-    FOR NO KEY UPDATE SKIP LOCKED
-), due AS (
-    SELECT r.thread_id, r.state, r.lease_owner, r.updated_at
-    FROM waystone.runs r
-    WHERE %(thread_id)s::text IS NULL AND r.state = 'waiting'
-      AND r.wake_at <= statement_timestamp()
-      AND (%(agents)s::text[] IS NULL OR r.agent = ANY(%(agents)s))
-    ORDER BY r.wake_at
-    LIMIT 1
-    FOR NO KEY UPDATE SKIP LOCKED
-), signalled AS (
-    SELECT r.thread_id, r.state, r.lease_owner, r.updated_at
-    FROM waystone.signals s JOIN waystone.runs r ON r.thread_id = s.thread_id
-    WHERE %(thread_id)s::text IS NULL AND s.consumed_at IS NULL
-      AND r.state = 'waiting' AND s.name = r.waiting_for
-      AND (%(agents)s::text[] IS NULL OR r.agent = ANY(%(agents)s))
-    ORDER BY s.id
-    LIMIT 1
-    FOR NO KEY UPDATE OF r SKIP LOCKED
-), expired AS (
-    SELECT r.thread_id, r.state, r.lease_owner, r.updated_at
-    FROM waystone.runs r
-    WHERE %(thread_id)s::text IS NULL AND r.state = 'running'
-      AND (r.lease_expires_at IS NULL OR r.lease_expires_at < statement_timestamp())
-      AND (%(agents)s::text[] IS NULL OR r.agent = ANY(%(agents)s))
-    ORDER BY r.lease_expires_at NULLS FIRST
-    LIMIT 1
-    FOR NO KEY UPDATE SKIP LOCKED
-), candidate AS (
-    SELECT * FROM named
-    UNION ALL SELECT * FROM queued
-    UNION ALL SELECT * FROM queued_for
-    UNION ALL SELECT * FROM due
-    UNION ALL SELECT * FROM signalled
-    UNION ALL SELECT * FROM expired
-    ORDER BY updated_at
-    LIMIT 1
 )
+-- include: claim_take
+
+-- name: claim_take
+-- How both claims end (included in them, never run alone): the candidate becomes running
+-- under a new lease.
 UPDATE waystone.runs r
 SET state = 'running',
     reason = CASE WHEN c.prev_state = 'running' THEN r.reason ELSE %(reason)s END,

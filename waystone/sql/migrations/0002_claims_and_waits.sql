@@ -4,6 +4,9 @@
 -- under a SHARE lock (claims and transitions wait for it): seconds for millions of runs.
 CREATE INDEX IF NOT EXISTS runs_queued_agent_idx
     ON waystone.runs (agent, updated_at, thread_id) WHERE state = 'queued';
+-- The agents of a worker's claim, one per row, counted as few by the planner (schema.sql).
+CREATE OR REPLACE FUNCTION waystone.each_agent(agents text[]) RETURNS SETOF text
+    LANGUAGE plpgsql IMMUTABLE ROWS 2 AS $$ BEGIN RETURN QUERY SELECT unnest(agents); END $$;
 -- The interrupt a waiting run's deadline (wake_at) belongs to: a run taken over after its
 -- wait was due still times out, and a wait is never given a second, fresh deadline.
 ALTER TABLE waystone.runs ADD COLUMN IF NOT EXISTS wait_id text;
