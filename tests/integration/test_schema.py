@@ -117,6 +117,12 @@ def test_a_database_at_the_baseline_is_upgraded_to_what_a_fresh_one_has(
     )
     queries = (indexes, columns, functions)
     fresh = [sorted(sql.execute(q).fetchall()) for q in queries]
+    _new_run(sql, "waits")  # waiting on a deadline when the upgrade comes
+    _force_state(sql, "waits", "waiting")
+    sql.execute(
+        "UPDATE waystone.runs SET wake_at = now() + interval '1 h', "
+        "evidence = '{\"interrupt_id\": \"i-1\"}' WHERE thread_id = 'waits'"
+    )
     sql.execute("DROP INDEX waystone.runs_queued_agent_idx")  # what 0002 adds
     sql.execute("DROP FUNCTION waystone.each_agent")
     sql.execute("ALTER TABLE waystone.runs DROP COLUMN wait_id")
@@ -128,6 +134,8 @@ def test_a_database_at_the_baseline_is_upgraded_to_what_a_fresh_one_has(
     finally:
         db.close()
     assert [sorted(sql.execute(q).fetchall()) for q in queries] == fresh
+    waits = sql.execute("SELECT wait_id FROM waystone.runs WHERE thread_id = 'waits'").fetchone()
+    assert waits == ("i-1",)  # its deadline is its wait's
 
 
 def test_two_processes_migrate_an_empty_database_at_once(empty_database_url: str) -> None:

@@ -111,7 +111,36 @@ def test_a_later_wait_never_inherits_an_earlier_deadline(
         (thread_id,),
     ).fetchone()
     assert row is not None and 3500 < float(row[0]) <= 3600
-    assert row[1] != "an-earlier-wait"
+    interrupt = rt_interrupt(sql, thread_id)
+    assert row[1] == interrupt and interrupt != "an-earlier-wait"
+
+
+def rt_interrupt(sql: psycopg.Connection[Any], thread_id: str) -> str:
+    """The interrupt the run waits on, as its waiting transition recorded it."""
+    row = sql.execute(
+        "SELECT evidence->>'interrupt_id' FROM waystone.runs WHERE thread_id = %s", (thread_id,)
+    ).fetchone()
+    assert row is not None and row[0]
+    return str(row[0])
+
+
+def test_a_wait_from_before_waits_were_named_still_times_out(
+    database_url: str, sql: psycopg.Connection[Any]
+) -> None:
+    """A run that was waiting when the database was upgraded (its deadline belongs to no
+    named wait: wait_id NULL) times out when its deadline passes, once, like before."""
+    with Runtime(Settings(database_url=database_url), agents={"twice": _agent()}) as rt:
+        thread_id = rt.start("twice", {}).thread_id
+        assert rt.run(thread_id).state == "waiting"
+        sql.execute(
+            "UPDATE waystone.runs SET wake_at = clock_timestamp() - interval '1 s', "
+            "wait_id = NULL WHERE thread_id = %s",
+            (thread_id,),
+        )
+        ended = rt.run(thread_id)
+    assert ended.state == "failed"
+    assert ended.reason == "no 'payment.settled' signal within 3600s for pay"
+    assert _waits(sql, thread_id) == 1
 
 
 def test_an_idle_worker_waits_for_its_own_agents_deadlines_only(database_url: str) -> None:

@@ -262,9 +262,17 @@ def _answer(waiting_on: Interrupt, run: Run, signals: SignalBox) -> Command[Any]
         if waiting_on.value["kind"] == APPROVAL:
             return Command(resume=sig.payload)
         return Command(resume={"signal": sig.name, "payload": sig.payload, "id": sig.id})
-    if run.deadline_passed and run.wait_id == waiting_on.id:  # by the database's clock
+    if run.deadline_passed and _deadline_of(run, waiting_on):  # by the database's clock
         return Command(resume={"timeout": True})
     return None
+
+
+def _deadline_of(run: Run, waiting_on: Interrupt) -> bool:
+    """Whether the run's deadline is this wait's: the one it was set for, or (a deadline
+    set before waits were named, wait_id NULL) the wait the claim took the run from."""
+    if run.wait_id is not None:
+        return run.wait_id == waiting_on.id
+    return run.prev_state == "waiting"
 
 
 def settle(

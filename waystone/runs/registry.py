@@ -49,6 +49,7 @@ class Run:
     started: bool | None = None  # has checkpoints (known when claimed; None: not asked)
     wait_id: str | None = None  # the interrupt whose wait wake_at is the deadline of
     deadline_passed: bool = False  # wake_at has passed, by Postgres' clock (known when claimed)
+    prev_state: str | None = None  # the state a claim took it from (known when claimed)
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Run:
@@ -130,6 +131,8 @@ class RunRegistry:
             lease_expires_at=None,
             waiting_for=None,
             wake_at=None,
+            wait_id=None,
+            deadline_passed=False,
             updated_at=datetime.now(UTC),  # this process's clock; Postgres sets its own
             started=None,
         )

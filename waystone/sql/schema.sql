@@ -55,7 +55,8 @@ CREATE INDEX runs_lease_idx ON waystone.runs (lease_expires_at) WHERE state = 'r
 -- few (ROWS 2; a worker serves a few agents): with unnest's default estimate of 10, the
 -- claim's reusable plan looked dearer than a fresh one, and each claim was planned anew.
 CREATE FUNCTION waystone.each_agent(agents text[]) RETURNS SETOF text
-    LANGUAGE plpgsql IMMUTABLE ROWS 2 AS $$ BEGIN RETURN QUERY SELECT unnest(agents); END $$;
+    LANGUAGE plpgsql IMMUTABLE ROWS 2
+    AS $$ BEGIN RETURN QUERY SELECT pg_catalog.unnest(agents); END $$;
 
 CREATE TABLE waystone.run_events (
     id          bigserial PRIMARY KEY,
