@@ -1,6 +1,6 @@
-"""What a claim costs with a backlog: median ms of a worker's claim (any run) and of a
-named one, with no other runs, then with ``--backlog`` queued runs waiting, then (a worker
-that serves one agent) with the backlog another agent's.
+"""What a claim costs with a backlog: median ms of a worker's claim (the next run of its
+agent) and of a named one, with no other runs, then with ``--backlog`` queued runs of that
+agent waiting, then with the backlog another agent's.
 
     python scripts/bench_claim.py [--backlog 20000]
 

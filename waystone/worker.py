@@ -60,11 +60,11 @@ class Worker:
             raise ValueError("concurrency must be at least 1")
         if agents is not None:
             unknown = sorted(set(agents) - set(runtime.agents))
-            if not agents or unknown:
-                known = ", ".join(sorted(runtime.agents)) or "none"
-                raise ValueError(
-                    f"a worker serves agents its runtime has: {known}; not {unknown or []}"
-                )
+            known = ", ".join(sorted(runtime.agents)) or "none"
+            if not agents:
+                raise ValueError(f"a worker serves at least one of its runtime's agents: {known}")
+            if unknown:
+                raise ValueError(f"a worker serves agents its runtime has: {known}; not {unknown}")
         self.rt = runtime
         self.concurrency = concurrency
         self.owner = process_owner() if name is None else f"{process_owner()}:{name}"
@@ -138,20 +138,23 @@ class Worker:
                 continue
             backoff = 0.5
             if run is None:
+                if rechecks > 0:
+                    # woken by a NOTIFY, or just done with a run: a runnable row may be held
+                    # for a moment by the statement that announced it, or by other claims
+                    # (SKIP LOCKED passes it by; a claim looks at each agent's first few
+                    # queued runs only): look again soon, or at once when another NOTIFY
+                    # (or a stop) comes meanwhile
+                    rechecks -= 1
+                    self._wake.wait(0.05)
+                    continue
                 if self.until_idle and self._idle():
                     self._stopping.set()
                     self._wake.set()
                     return
-                if rechecks > 0:
-                    # woken by a NOTIFY: the row may still be held for a moment by the
-                    # statement that announced it (SKIP LOCKED passes it by): look again
-                    # soon, or at once when another NOTIFY (or a stop) comes meanwhile
-                    rechecks -= 1
-                    self._wake.wait(0.05)
-                    continue
                 rechecks = 3 if self._wake.wait(self._idle_timeout()) else 0
                 continue
             self._drive(run)
+            rechecks = 1
 
     def _idle(self) -> bool:
         with self._lock:

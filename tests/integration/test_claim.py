@@ -126,6 +126,29 @@ def test_a_worker_serves_only_agents_its_runtime_has(runtime: Runtime) -> None:
         runtime.registry.claim(owner="test", lease_seconds=30)
     with pytest.raises(ValueError, match="not \\['nobody'\\]"):
         Worker(runtime, agents=["refund", "nobody"])
-    with pytest.raises(ValueError, match="serves agents its runtime has"):
+    with pytest.raises(ValueError, match="serves at least one of its runtime's agents"):
         Worker(runtime, agents=[])
     assert Worker(runtime, agents=["refund"]).agents == ["refund"]
+
+
+def test_postgres_plans_each_claim_once_and_reuses_the_plan(
+    runtime: Runtime, database_url: str
+) -> None:
+    """Claims are prepared statements: after psycopg's first five runs Postgres should
+    reuse one generic plan, not plan the claim anew each time (a fresh plan of the worker's
+    claim costs more than running it: 1.3-1.5 ms a claim instead of 0.75)."""
+    spec = registered(runtime)
+    args = {"agents": [spec.name, "refund"], "owner": "test", "lease_seconds": 30}
+    args.update(reason="claimed", dead_owner=None, thread_id="nothing-by-this-name")
+    with psycopg.connect(database_url, autocommit=True, prepare_threshold=0) as conn:
+        for name in ("claim", "claim_named"):
+            for _ in range(12):  # nothing runnable: each claim takes nothing
+                assert conn.execute(queries.query(name), args).fetchone() is None
+        plans = conn.execute(
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements "
+            "WHERE statement LIKE '%%lease_token = r.lease_token + 1%%' "
+            "AND statement NOT LIKE '%%pg_prepared_statements%%' ORDER BY prepare_time"
+        ).fetchall()
+    assert len(plans) == 2
+    for generic, custom in plans:
+        assert generic >= 6 and custom <= 6, plans

@@ -3,6 +3,8 @@
 Two processes starting at once are serialised by a Postgres advisory lock, so neither
 sees a half-made schema. A fresh database gets ``schema.sql`` (the truth) and is stamped
 with the newest version; an older one gets each numbered migration above its version.
+Migrations only add (columns, indexes, functions), so older code keeps working on a newer
+schema during a rolling deploy or after a rollback: it starts without migrating anything.
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ def _up_to_date(db: Database) -> bool:
     return bool(
         versions
         and (versions["ours"] or 0) >= latest_version()
-        and versions["langgraph"] == len(PostgresSaver.MIGRATIONS) - 1
+        and (versions["langgraph"] or 0) >= len(PostgresSaver.MIGRATIONS) - 1
         and versions["fences"] >= 3
     )
 
@@ -119,6 +121,8 @@ def _migrate_locked(db: Database) -> int:
             "SELECT max(version) AS v FROM public.waystone_schema_version"
         ).fetchone()
         current = int(row["v"]) if row and row["v"] is not None else 0
+        if current > latest_version():
+            return latest_version()  # a newer Waystone's: migrations only add, never undo
         if current == 0:
             conn.execute(sql.read("schema.sql"))
             conn.execute(

@@ -53,6 +53,7 @@ def worker(
         list[str] | None,
         typer.Option(
             "--agent",
+            envvar="WAYSTONE_WORKER_AGENTS",
             help="Claim only this agent's runs (repeat for more); default: every agent loaded.",
         ),
     ] = None,

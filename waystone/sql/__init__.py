@@ -25,8 +25,22 @@ def queries() -> dict[str, str]:
         if name in found:
             raise ValueError(f"query {name!r} is defined twice in queries.sql")
         found[name] = body.strip()
-    # `-- include: NAME` stands for that query's text (a part two queries share)
-    return {name: _INCLUDE.sub(lambda m: found[m.group(1)], body) for name, body in found.items()}
+    return expand(found)
+
+
+def expand(found: dict[str, str]) -> dict[str, str]:
+    """Each query with its ``-- include: NAME`` lines replaced by query NAME's text (a part
+    two queries share). An included part includes nothing itself."""
+
+    def part(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in found:
+            raise ValueError(f"queries.sql includes {name!r}, which it does not define")
+        if _INCLUDE.search(found[name]):
+            raise ValueError(f"queries.sql includes {name!r}, which includes another part")
+        return found[name]
+
+    return {name: _INCLUDE.sub(part, body) for name, body in found.items()}
 
 
 def query(name: str) -> str:

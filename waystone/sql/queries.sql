@@ -91,7 +91,8 @@ WITH heads AS (
         FROM waystone.runs r
         WHERE r.state = 'queued' AND r.agent = a.agent
         ORDER BY r.updated_at, r.thread_id
-        LIMIT 8  -- more than the claims that hold one at once (each for one statement)
+        LIMIT 8  -- held by 8 claims at once (each for one statement), the claim finds
+                 -- none: a worker looks again after a NOTIFY or a run (worker.py)
     ) h
 ), queued_for AS (
     SELECT r.thread_id, r.state, r.lease_owner, r.updated_at
