@@ -96,13 +96,7 @@ def test_a_later_wait_never_inherits_an_earlier_deadline(
     """A run due by a deadline that belongs to another wait (one it has moved past) is not
     timed out: it waits again, with its own wait's deadline."""
     with Runtime(Settings(database_url=database_url), agents={"twice": _agent()}) as rt:
-        thread_id = rt.start("twice", {}).thread_id
-        assert rt.run(thread_id).state == "waiting"
-        sql.execute(
-            "UPDATE waystone.runs SET wake_at = clock_timestamp() - interval '1 s', "
-            "wait_id = 'an-earlier-wait' WHERE thread_id = %s",
-            (thread_id,),
-        )
+        thread_id = _due(rt, sql, wait_id="an-earlier-wait")
         again = rt.run(thread_id)
     assert again.state == "waiting"
     row = sql.execute(
@@ -111,11 +105,24 @@ def test_a_later_wait_never_inherits_an_earlier_deadline(
         (thread_id,),
     ).fetchone()
     assert row is not None and 3500 < float(row[0]) <= 3600
-    interrupt = rt_interrupt(sql, thread_id)
+    interrupt = _interrupt(sql, thread_id)
     assert row[1] == interrupt and interrupt != "an-earlier-wait"
 
 
-def rt_interrupt(sql: psycopg.Connection[Any], thread_id: str) -> str:
+def _due(rt: Runtime, sql: psycopg.Connection[Any], wait_id: str | None) -> str:
+    """A new run of the "twice" agent, waiting, with its deadline passed and recorded as
+    ``wait_id``'s; its thread id."""
+    thread_id = rt.start("twice", {}).thread_id
+    assert rt.run(thread_id).state == "waiting"
+    sql.execute(
+        "UPDATE waystone.runs SET wake_at = clock_timestamp() - interval '1 s', "
+        "wait_id = %s WHERE thread_id = %s",
+        (wait_id, thread_id),
+    )
+    return thread_id
+
+
+def _interrupt(sql: psycopg.Connection[Any], thread_id: str) -> str:
     """The interrupt the run waits on, as its waiting transition recorded it."""
     row = sql.execute(
         "SELECT evidence->>'interrupt_id' FROM waystone.runs WHERE thread_id = %s", (thread_id,)
@@ -130,13 +137,7 @@ def test_a_wait_from_before_waits_were_named_still_times_out(
     """A run that was waiting when the database was upgraded (its deadline belongs to no
     named wait: wait_id NULL) times out when its deadline passes, once, like before."""
     with Runtime(Settings(database_url=database_url), agents={"twice": _agent()}) as rt:
-        thread_id = rt.start("twice", {}).thread_id
-        assert rt.run(thread_id).state == "waiting"
-        sql.execute(
-            "UPDATE waystone.runs SET wake_at = clock_timestamp() - interval '1 s', "
-            "wait_id = NULL WHERE thread_id = %s",
-            (thread_id,),
-        )
+        thread_id = _due(rt, sql, wait_id=None)
         ended = rt.run(thread_id)
     assert ended.state == "failed"
     assert ended.reason == "no 'payment.settled' signal within 3600s for pay"
