@@ -14,6 +14,7 @@ from tests.support.notes import claimed, registered
 from waystone import Runtime
 from waystone.checkpointing.database import jsonify
 from waystone.checkpointing.saver import WaystoneSaver
+from waystone.graph.state import REDUCED, AgentState
 from waystone.runs.registry import Run
 from waystone.sql import query
 
@@ -178,3 +179,28 @@ def test_what_a_stale_lease_left_held_is_never_committed_under_the_new_one(
         (first.thread_id,),
     ).fetchone() == (0,)  # A's change was tried under A's token, refused and dropped
     assert not saver._held
+
+
+def test_a_run_writes_only_what_changes(runtime: Runtime) -> None:
+    """A node's write that would set a plain key to the value it holds is not made: no
+    pending write of a run repeats its checkpoint's value (an absent key holds None), and a
+    new run's state starts with its goal and input alone."""
+    spec = registered(runtime, 2)
+    thread_id = runtime.start(spec.name, {}).thread_id
+    assert runtime.run(thread_id).state == "done"
+
+    plain = set(AgentState.__annotations__) - REDUCED
+    saved = list(_saver(runtime, spec.name).list(runtime.config(thread_id)))
+    first = next(t for t in saved if t.metadata["step"] == 0)
+    assert set(first.checkpoint["channel_values"]) & set(AgentState.__annotations__) == {
+        "goal",
+        "input",
+    }
+    written = 0
+    for tup in saved:
+        values = tup.checkpoint["channel_values"]
+        for _, channel, value in tup.pending_writes or []:
+            if channel in plain:
+                written += 1
+                assert value != values.get(channel), (tup.metadata["step"], channel, value)
+    assert written >= 10  # steps, action, ordinal, decision, receipt, confirmation, ... twice
