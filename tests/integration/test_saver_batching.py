@@ -5,13 +5,14 @@ step are never held)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import psycopg
 from langgraph.checkpoint.base import empty_checkpoint
 
 from tests.support.notes import claimed, registered
-from waystone import Runtime
+from waystone import AgentSpec, Check, CheckResult, Runtime
 from waystone.checkpointing.database import jsonify
 from waystone.checkpointing.saver import WaystoneSaver
 from waystone.graph.state import REDUCED, AgentState
@@ -92,7 +93,38 @@ def test_errors_interrupts_and_sends_are_never_held(runtime: Runtime) -> None:
     assert not saver._may_hold(fenced, [("__error__", "boom")], pull)
     assert not saver._may_hold(fenced, [("__interrupt__", [])], pull)
     assert not saver._may_hold(fenced, [("__resume__", "yes")], pull)
-    assert not saver._may_hold(fenced, [("checks", [])], "~__pregel_push, 0000000000")
+    push = "~__pregel_push, 0000000000"
+    assert not saver._may_hold(fenced, [("checks", [])], push)  # a Send with siblings
+    assert saver._may_hold(fenced, [("checks", [])], push, lone=True)  # its step's only task
+    assert not saver._may_hold(fenced, [("__error__", "boom")], push, lone=True)
+
+
+def test_a_lone_checks_writes_commit_with_the_next_checkpoint(
+    runtime: Runtime, sql: psycopg.Connection[Any]
+) -> None:
+    """An agent with one check runs it as its step's only task: the check's writes are
+    held and committed in the next checkpoint's transaction (rows a transaction writes
+    carry its id, ``xmin``); with two checks, each check's writes commit on their own."""
+    one = registered(runtime, 2)
+    assert len(one.checks) == 1
+    ok = Check("also", lambda _input, _completed: CheckResult(True, "fine"))
+    two = replace(one, name="two-checks", checks=[*one.checks, ok])
+    runtime.register(two)
+
+    def with_child(spec: AgentSpec) -> list[bool]:
+        thread_id = runtime.start(spec.name, {}).thread_id
+        assert runtime.run(thread_id).state == "done"
+        rows = sql.execute(
+            "SELECT w.xmin::text = c.xmin::text FROM checkpoint_writes w JOIN checkpoints c "
+            "ON c.thread_id = w.thread_id AND c.checkpoint_ns = w.checkpoint_ns "
+            "AND c.parent_checkpoint_id = w.checkpoint_id "
+            "WHERE w.thread_id = %s AND w.channel = 'checks'",
+            (thread_id,),
+        ).fetchall()
+        return [same for (same,) in rows]
+
+    assert with_child(one) == [True, True]  # one check per action, in its child's commit
+    assert with_child(two) == [False] * 4  # two per action, each committed on its own
 
 
 def test_a_new_runs_input_checkpoints_wait_for_its_first_node(

@@ -11,11 +11,13 @@ and then the checkpoint (``put``), each in its own transaction. For a fenced run
 of a step's one pulled task are held in memory and committed in the checkpoint's own
 transaction: one pipelined batch (fence, blobs, checkpoint, writes), one commit. Writes
 that must outlive a failed or paused step are never held: errors, interrupts and resume
-values, the results of ``Send`` tasks (parallel siblings) and of a second task of the same
-step go out at once, together with anything held for that checkpoint. So a crash between a
-node's return and its checkpoint's commit runs that node again, as LangGraph does for a
-crash inside the node; Waystone's nodes are written for that (an effect is in the ledger
-before the node returns). Threads without a lease token are saved as the stock saver does.
+values, the results of a ``Send`` task with siblings (parallel checks) and of a second task
+of the same step go out at once, together with anything held for that checkpoint. A
+``Send`` task that is its step's only task (one check) is held like a node's own. So a
+crash between a node's return and its checkpoint's commit runs that node again, as
+LangGraph does for a crash inside the node; Waystone's nodes are written for that (an
+effect is in the ledger before the node returns, and a check only reads). Threads without
+a lease token are saved as the stock saver does.
 
 A node's own ledger changes may ride with its checkpoint too (``ride``): the receipt of an
 effect the tool can reconcile and a confirmation are committed in the checkpoint's
@@ -57,6 +59,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.constants import START, TASKS
 from langgraph.types import Interrupt, Send
 from psycopg import Cursor
 from psycopg.rows import DictRow, dict_row
@@ -73,6 +76,7 @@ logger = logging.getLogger(__name__)
 Finisher = Callable[[dict[str, Any]], list[Statement] | None]
 LEASE_KEY = "lease_token"
 PULL_TASK = "~__pregel_pull, "  # a task path's start for a node's own (pulled) task
+PUSH_TASK = "~__pregel_push, "  # ... and for a task a Send started
 LATEST_KEPT = 4096  # threads whose latest checkpoint id this process remembers
 
 
@@ -100,6 +104,8 @@ class WaystoneSaver(PostgresSaver):
         # (thread, ns) -> the id of the latest checkpoint this process committed, or the
         # one it is saving. Only writes made from it can wait for the next save.
         self._latest: OrderedDict[tuple[str, str], str | None] = OrderedDict()
+        # (thread, ns) -> the latest checkpoint, when its next step runs one task, a Send
+        self._lone: dict[tuple[str, str], str] = {}
         self._saving: dict[tuple[str, str], str] = {}
         self._empty: set[str] = set()  # threads known to have no checkpoint (see `empty`)
         self._fresh: set[str] = set()  # new runs whose input saves may wait (see `empty`)
@@ -285,7 +291,11 @@ class WaystoneSaver(PostgresSaver):
             self._latest[where] = checkpoint["id"]
             self._latest.move_to_end(where)
             while len(self._latest) > LATEST_KEPT:
-                self._latest.popitem(last=False)
+                self._lone.pop(self._latest.popitem(last=False)[0], None)
+            if _one_send(values):
+                self._lone[where] = checkpoint["id"]
+            else:
+                self._lone.pop(where, None)
         return saved
 
     def put_writes(
@@ -300,7 +310,8 @@ class WaystoneSaver(PostgresSaver):
         configurable = config["configurable"]
         where = _where(config)
         checkpoint_id = str(configurable["checkpoint_id"])
-        if self._may_hold(configurable, writes, task_path):
+        lone = self._lone.get(where) == checkpoint_id
+        if self._may_hold(configurable, writes, task_path, lone=lone):
             rows = self._dump_writes(*where, checkpoint_id, task_id, task_path, writes)
             with self._held_lock:
                 current = (self._latest.get(where), self._saving.get(where))
@@ -336,11 +347,18 @@ class WaystoneSaver(PostgresSaver):
 
     @staticmethod
     def _may_hold(
-        configurable: dict[str, Any], writes: Sequence[tuple[str, Any]], task_path: str
+        configurable: dict[str, Any],
+        writes: Sequence[tuple[str, Any]],
+        task_path: str,
+        *,
+        lone: bool = False,
     ) -> bool:
+        """Whether a task's writes may wait for the next save: a fenced run's node, or the
+        ``Send`` task that is its step's only task (``lone``), with no error, interrupt or
+        resume value among them."""
         return (
             configurable.get(LEASE_KEY) is not None
-            and task_path.startswith(PULL_TASK)
+            and (task_path.startswith(PULL_TASK) or (lone and task_path.startswith(PUSH_TASK)))
             and not any(channel in WRITES_IDX_MAP for channel, _ in writes)
         )
 
@@ -493,3 +511,16 @@ def make_saver(
     """LangGraph's Postgres saver on Waystone's pool: fenced by lease token, redacting
     personal data, and sealing everything at rest when a key is set."""
     return WaystoneSaver(db, redact, sealer)
+
+
+def _one_send(values: dict[str, Any]) -> bool:
+    """Whether the step after a checkpoint with these channel values runs one task, a
+    ``Send``: one packet sent, and no node triggered (a graph's nodes are triggered through
+    its ``branch:``/``join:`` channels, or ``__start__``). Should another task run in it
+    after all, its writes take the held ones out with them, as a second node's would."""
+    sent = values.get(TASKS)
+    return (
+        isinstance(sent, list)
+        and len(sent) == 1
+        and not any(k.startswith(("branch:", "join:")) or k == START for k in values)
+    )
