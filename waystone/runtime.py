@@ -36,7 +36,7 @@ from waystone.graph.ports import Ports
 from waystone.privacy.keys import at_rest_sealer, load_key
 from waystone.privacy.seal import open_value
 from waystone.privacy.vault import Vault
-from waystone.runs import driver
+from waystone.runs import driver, leases
 from waystone.runs.registry import Run, RunRegistry, process_owner
 from waystone.runs.signals import SignalBox
 from waystone.status import RunStatus as RunStatus
@@ -198,7 +198,7 @@ class Runtime:
         spec = self.agent(claimed.agent)
         graph = self.graph(claimed.agent)
         log = {"thread_id": claimed.thread_id, "lease_token": claimed.lease_token}
-        with driver.heartbeat(self.registry, claimed, self.settings.lease_seconds):
+        with leases.heartbeat(self.registry, claimed, self.settings.lease_seconds):
             try:
                 return driver.drive(
                     graph,

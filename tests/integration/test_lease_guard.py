@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import threading
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 import pytest
 
 from tests.conftest import REFUND_INPUT, wait_until
-from tests.support.notes import bench_storage
+from tests.support.notes import bench_storage, claimed
 from waystone import LeaseLost, Runtime, Settings
 from waystone.effects.runner import EffectRunner
 from waystone.examples import refund
 from waystone.examples.provider import ProviderProcess
-from waystone.runs.driver import LeaseGuard
+from waystone.runs.leases import Heartbeats, LeaseGuard, lease_ok
 
 
 def test_guard_expires_with_the_lease_and_on_a_refused_heartbeat() -> None:
@@ -104,3 +104,77 @@ def test_a_step_longer_than_the_lease_keeps_it_by_heartbeat(
         (thread_id,),
     ).fetchone()
     assert takeovers == (0,)
+
+
+def _expiry(sql: psycopg.Connection[Any], thread_id: str) -> Any:
+    row = sql.execute(
+        "SELECT lease_expires_at FROM waystone.runs WHERE thread_id = %s", (thread_id,)
+    ).fetchone()
+    assert row is not None
+    return row[0]
+
+
+def test_one_thread_renews_every_lease_of_the_process(
+    runtime: Runtime, sql: psycopg.Connection[Any]
+) -> None:
+    beats = Heartbeats(name="heartbeat-under-test")
+    first, second = claimed(runtime), claimed(runtime)  # claimed for 30 s
+    before = {run.thread_id: _expiry(sql, run.thread_id) for run in (first, second)}
+    with (
+        beats.keep(runtime.registry, first, lease_seconds=60),
+        beats.keep(runtime.registry, second, lease_seconds=0.6),
+    ):
+        # the short lease is renewed every 0.2 s, to 0.6 s from then: earlier than its claim's
+        wait_until(lambda: _expiry(sql, second.thread_id) < before[second.thread_id], "renewal")
+        assert _expiry(sql, first.thread_id) == before[first.thread_id]  # not due for 20 s
+        named = [t for t in threading.enumerate() if t.name == "heartbeat-under-test"]
+        assert len(named) == 1 and beats.holding() == 2
+    assert beats.holding() == 0
+
+
+def test_a_refused_renewal_marks_the_lease_lost(
+    runtime: Runtime, sql: psycopg.Connection[Any]
+) -> None:
+    beats = Heartbeats(name="heartbeat-under-test")
+    run = claimed(runtime)
+    with beats.keep(runtime.registry, run, lease_seconds=0.6) as guard:
+        assert guard.ok()
+        sql.execute(  # taken over: the run's token moved on
+            "UPDATE waystone.runs SET lease_token = lease_token + 1 WHERE thread_id = %s",
+            (run.thread_id,),
+        )
+        wait_until(guard.lost.is_set, "the refused renewal")
+        assert not guard.ok()
+        assert not lease_ok(run.thread_id, run.lease_token)
+    assert lease_ok(run.thread_id, run.lease_token)  # no guard once out: not this process's
+
+
+def test_leaving_waits_for_a_renewal_under_way_and_none_starts_after(runtime: Runtime) -> None:
+    """The registry's renewal is held open by the test: leaving the lease waits for it."""
+    entered, release = threading.Event(), threading.Event()
+    calls: list[int] = []
+    registry = runtime.registry
+
+    class Held:
+        def heartbeat(self, thread_id: str, lease_token: int, lease_seconds: float) -> bool:
+            calls.append(lease_token)
+            entered.set()
+            release.wait(timeout=60)
+            return registry.heartbeat(thread_id, lease_token, lease_seconds)
+
+    beats = Heartbeats(name="heartbeat-under-test")
+    run = claimed(runtime)
+    keeping = beats.keep(cast(Any, Held()), run, lease_seconds=0.3)
+    keeping.__enter__()
+    assert entered.wait(timeout=60), "no renewal started"
+    leaving = threading.Thread(target=lambda: keeping.__exit__(None, None, None))
+    leaving.start()
+    leaving.join(timeout=0.3)
+    assert leaving.is_alive()  # held by the renewal under way (it cannot end before release)
+    release.set()
+    leaving.join(timeout=60)
+    assert not leaving.is_alive() and beats.holding() == 0
+    renewals = len(calls)  # the one held open, and any that began before leaving took over
+    entered.clear()
+    assert not entered.wait(timeout=0.3)  # a 0.3 s lease is due every 0.1 s: none came
+    assert len(calls) == renewals >= 1

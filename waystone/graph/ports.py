@@ -12,6 +12,7 @@ from waystone.agent import AgentSpec
 from waystone.effects.ledger import Ledger
 from waystone.effects.runner import EffectRunner
 from waystone.effects.tools import RetryPolicy, Tool
+from waystone.runs.leases import lease_ok
 from waystone.runs.registry import RunRegistry
 
 
@@ -57,8 +58,6 @@ class RunScope:
     def runner(self) -> EffectRunner:
         def event(kind: str, reason: str, evidence: dict[str, Any]) -> None:
             self.event(kind, reason, evidence)
-
-        from waystone.runs.driver import lease_ok  # the driver owns the leases
 
         return EffectRunner(
             ledger=self.ports.ledger,

@@ -4,16 +4,14 @@ claim -> resume the graph (initial input; the signal or decision it waits for; a
 or nothing, after a crash) -> transition (waiting / done / failed / needs-human) and
 consume the signals used, in one transaction. A run that ends makes that transition in
 the transaction of its graph's last checkpoint (see ``_Ending``); a run that waits makes
-it after. A heartbeat thread keeps the lease while the graph runs; every write carries
-the lease token (fencing).
+it after. The process's heartbeat keeps the lease while the graph runs (``leases``); every
+write carries the lease token (fencing).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from typing import Any
@@ -67,62 +65,6 @@ def pending_interrupt(graph: CompiledStateGraph[Any], thread_id: str) -> Interru
 def wanted_signal(waiting_on: Interrupt) -> str:
     value: dict[str, Any] = waiting_on.value
     return APPROVAL if value.get("kind") == APPROVAL else str(value["name"])
-
-
-class LeaseGuard:
-    """This process's view of its lease: lost when a heartbeat was refused, or when the
-    lease may have expired (no successful heartbeat for the lease's length, by the local
-    monotonic clock). Checked right before an external call, so a worker that was frozen
-    past its lease does not call the provider again."""
-
-    def __init__(self, lease_seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self.lease_seconds = lease_seconds
-        self.lost = threading.Event()
-        self._clock = clock
-        self._renewed = clock()
-
-    def renewed(self) -> None:
-        self._renewed = self._clock()
-
-    def ok(self) -> bool:
-        return not self.lost.is_set() and (self._clock() - self._renewed < self.lease_seconds * 0.9)
-
-
-GUARDS: dict[tuple[str, int], LeaseGuard] = {}  # (thread_id, lease token) -> its guard
-
-
-def lease_ok(thread_id: str, lease_token: int | None) -> bool:
-    """False once this process may no longer hold the lease (True outside a worker)."""
-    guard = GUARDS.get((thread_id, lease_token)) if lease_token is not None else None
-    return guard is None or guard.ok()
-
-
-@contextmanager
-def heartbeat(registry: RunRegistry, run: Run, lease_seconds: float) -> Iterator[threading.Event]:
-    """Renew the lease every third of its length; the event is set if the lease is lost."""
-    stop = threading.Event()
-    guard = LeaseGuard(lease_seconds)
-    GUARDS[(run.thread_id, run.lease_token)] = guard
-
-    def beat() -> None:
-        while not stop.wait(lease_seconds / 3):
-            try:
-                if not registry.heartbeat(run.thread_id, run.lease_token, lease_seconds):
-                    guard.lost.set()
-                    logger.warning("lease lost", extra={"thread_id": run.thread_id})
-                    return
-                guard.renewed()
-            except Exception:  # the database may be briefly away; the next beat retries
-                logger.warning("heartbeat failed", extra={"thread_id": run.thread_id})
-
-    thread = threading.Thread(target=beat, name=f"heartbeat-{run.thread_id}", daemon=True)
-    thread.start()
-    try:
-        yield guard.lost
-    finally:
-        stop.set()
-        thread.join()
-        GUARDS.pop((run.thread_id, run.lease_token), None)
 
 
 def drive(
