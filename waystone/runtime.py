@@ -15,6 +15,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphDrained
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import RunControl
+from langgraph.types import Command
 
 from waystone.agent import AgentSpec
 from waystone.agents import default_agents
@@ -31,8 +32,9 @@ from waystone.errors import (
     TransitionNotAllowed,
     WaystoneError,
 )
-from waystone.graph.builder import build_graph
+from waystone.graph.builder import build_graph, goto
 from waystone.graph.ports import Ports
+from waystone.graph.state import applied
 from waystone.privacy.keys import at_rest_sealer, load_key
 from waystone.privacy.seal import open_value
 from waystone.privacy.vault import Vault
@@ -367,14 +369,18 @@ class Runtime:
         """A graph that ended with an outcome resumes just before the node that ended it."""
         graph = self.graph(run.agent)
         config = driver.graph_config(run.thread_id, lease_token=run.lease_token)
-        outcome = graph.get_state(config).values.get("outcome")
+        current = graph.get_state(config).values
+        outcome = current.get("outcome")
         if not outcome or outcome.get("state") == "done":
             return  # it stopped on an error: resuming re-runs the failed step as it is
         as_node = RESUME_AS.get(outcome.get("at", "verify"), "verify")
         values: dict[str, Any] = {"outcome": None}
         if as_node in ("propose", "verify"):
             values |= {"decision": None, "failure": None}
-        graph.update_state(config, values, as_node=as_node)
+        # as if ``as_node`` had just returned ``values``: routed as that node routes
+        nxt = goto(self.agent(run.agent), as_node, applied(current, values))
+        update = Command(update=values, goto=nxt)
+        graph.update_state(config, update, as_node=as_node)
 
     def status(self, thread_id: str) -> RunStatus:
         run = self.registry.get(thread_id)

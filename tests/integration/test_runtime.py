@@ -81,6 +81,26 @@ def test_reject_ends_failed_without_any_refund(runtime: Runtime, provider: Provi
     assert provider.ledger() == {"refunds": [], "notifications": []}
 
 
+def test_a_requeued_rejection_asks_again_then_refunds_once(
+    runtime: Runtime, provider: ProviderProcess
+) -> None:
+    """A requeued run resumes as if the node before the one that ended it had just run,
+    and goes where that node routes: after a rejection (authorize), propose's routing
+    leads to authorize, which asks for the same action's approval again."""
+    thread_id = runtime.start("refund", REFUND_INPUT).thread_id
+    asked = runtime.run(thread_id).pending_approval
+    assert asked is not None
+    runtime.reject(thread_id, by="bob", reason="check the order first")
+    assert runtime.run(thread_id).state == "failed"
+    runtime.requeue(thread_id, by="bob", reason="order checked")
+    again = runtime.run(thread_id)
+    assert again.state == "waiting" and again.pending_approval is not None
+    assert again.pending_approval["idempotency_key"] == asked["idempotency_key"]
+    runtime.approve(thread_id, by="bob")
+    assert runtime.run(thread_id).state == "done"
+    assert len(_refunds_for(provider, "1001")) == 1
+
+
 def test_edit_approves_the_edited_action_with_a_new_key(
     runtime: Runtime, provider: ProviderProcess
 ) -> None:

@@ -1,5 +1,12 @@
+from dataclasses import replace
+
+from langgraph.graph import END
+
+from tests.support.notes import bench_storage
 from waystone.graph import routing
+from waystone.graph.builder import goto
 from waystone.graph.state import AgentState
+from waystone.nodes.verify import CHECK_NODE
 
 ACTION = {"ordinal": 1, "tool": "t", "args": {}, "risk": "low", "key": "k", "digest": "d"}
 
@@ -26,3 +33,19 @@ def test_after_execute_sends_failures_back_to_propose() -> None:
 def test_after_verify() -> None:
     assert routing.after_verify({}) == "propose"
     assert routing.after_verify({"outcome": {"state": "done", "reason": "ok"}}) == "end"
+
+
+def test_goto_names_the_next_node_the_checks_or_the_end() -> None:
+    spec = bench_storage.agent(1)
+    assert goto(spec, "propose", {"action": ACTION}) == "authorize"  # type: ignore[typeddict-item]
+    assert goto(spec, "verify", {"outcome": {"state": "done", "reason": "ok"}}) == END
+    sends = goto(spec, "confirm", {"ordinal": 2, "completed": [{"ordinal": 2}]})
+    assert [s.node for s in sends] == [CHECK_NODE]
+    assert sends[0].arg == {
+        "name": "all_done",
+        "round": 2,
+        "input": {},
+        "completed": [{"ordinal": 2}],
+    }
+    no_checks = replace(spec, checks=[])
+    assert goto(no_checks, "confirm", {}) == "verify"

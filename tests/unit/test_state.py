@@ -1,6 +1,13 @@
 from typing import Annotated, get_args, get_origin, get_type_hints
 
-from waystone.graph.state import REDUCED, AgentState, changes, initial_state
+from waystone.graph.state import (
+    REDUCED,
+    REDUCERS,
+    AgentState,
+    applied,
+    changes,
+    initial_state,
+)
 
 ACTION = {"ordinal": 1, "tool": "t", "args": {"n": 1}, "risk": "low", "key": "k", "digest": "d"}
 
@@ -28,7 +35,18 @@ def test_a_change_is_kept() -> None:
 def test_every_write_to_a_reduced_channel_is_kept() -> None:
     hints = get_type_hints(AgentState, include_extras=True)
     assert {k for k, t in hints.items() if get_origin(t) is Annotated} == REDUCED
-    assert all(callable(get_args(hints[k])[1]) for k in REDUCED)
+    assert all(get_args(hints[k])[1] is REDUCERS[k][0] for k in REDUCED)
     state: AgentState = {"evidence": [], "checks": {}, "completed": []}
     update = {"evidence": [], "checks": {}, "completed": []}
     assert changes(state, update) == update
+
+
+def test_applied_is_the_state_the_next_step_reads() -> None:
+    state: AgentState = {"steps": 1, "evidence": [{"step": "propose"}]}
+    update = {"steps": 2, "evidence": [{"step": "authorize"}], "checks": {"a": {"ok": True}}}
+    assert applied(state, update) == {
+        "steps": 2,
+        "evidence": [{"step": "propose"}, {"step": "authorize"}],  # through the reducer
+        "checks": {"a": {"ok": True}},  # from the channel's empty value
+    }
+    assert state == {"steps": 1, "evidence": [{"step": "propose"}]}  # unchanged

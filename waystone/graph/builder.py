@@ -1,4 +1,10 @@
-"""Build and compile the agent graph: propose -> authorize -> execute -> confirm -> verify."""
+"""Build and compile the agent graph: propose -> authorize -> execute -> confirm -> verify.
+
+Each node routes itself: it returns a ``Command`` with its update and where the graph goes
+next, worked out by the pure functions of :mod:`waystone.graph.routing` on the state as
+the next step will read it. The same as a conditional edge after the node, without the
+edge's own runnable and callbacks on every step.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +15,12 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command
 
+from waystone.agent import AgentSpec
 from waystone.graph import routing
 from waystone.graph.ports import Ports
-from waystone.graph.state import AgentState, changes
+from waystone.graph.state import AgentState, applied, changes
 from waystone.nodes.authorize import make_authorize
 from waystone.nodes.confirm import make_confirm
 from waystone.nodes.execute import make_execute
@@ -21,64 +29,64 @@ from waystone.nodes.verify import CHECK_NODE, fan_out, make_check, make_verify
 
 NODES = ("propose", "authorize", "execute", "confirm", "verify")
 
+ROUTES: dict[str, Callable[[AgentState], str]] = {
+    "propose": routing.after_propose,
+    "authorize": routing.after_authorize,
+    "execute": routing.after_execute,
+    "confirm": routing.after_confirm,
+    "verify": routing.after_verify,
+}
+DESTINATIONS: dict[str, tuple[str, ...]] = {  # for drawing the graph
+    "propose": ("authorize", CHECK_NODE, "verify", END),
+    "authorize": ("execute", "authorize", END),
+    "execute": ("confirm", "propose", END),
+    "confirm": (CHECK_NODE, "verify", END),
+    "verify": ("propose", END),
+}
+
 
 def build_graph(ports: Ports, checkpointer: BaseCheckpointSaver[Any]) -> CompiledStateGraph[Any]:
     """The compiled graph. Invoke it with ``durability="sync"`` (the runtime does)."""
     graph: StateGraph[Any] = StateGraph(AgentState)
-    graph.add_node("propose", writing_changes(make_propose(ports)))
-    graph.add_node("authorize", writing_changes(make_authorize(ports)))
-    graph.add_node("execute", writing_changes(make_execute(ports)))
-    graph.add_node("confirm", writing_changes(make_confirm(ports)))
+    makers = {
+        "propose": make_propose,
+        "authorize": make_authorize,
+        "execute": make_execute,
+        "confirm": make_confirm,
+        "verify": make_verify,
+    }
+    for name in NODES:
+        node = routed(name, makers[name](ports), ports.agent)
+        graph.add_node(name, node, destinations=DESTINATIONS[name])
     graph.add_node(CHECK_NODE, make_check(ports))  # given a check's task, not the state
-    graph.add_node("verify", writing_changes(make_verify(ports)))
-
-    def checks_or_end(state: AgentState, nxt: str) -> Any:
-        if nxt == "end":
-            return END
-        if nxt == "verify-checks":
-            sends = fan_out(ports, state)
-            return sends or "verify"
-        return nxt
-
     graph.add_edge(START, "propose")
-    graph.add_conditional_edges(
-        "propose",
-        lambda s: checks_or_end(s, routing.after_propose(s)),
-        ["authorize", CHECK_NODE, "verify", END],
-    )
-    graph.add_conditional_edges(
-        "authorize",
-        lambda s: checks_or_end(s, routing.after_authorize(s)),
-        ["execute", "authorize", END],
-    )
-    graph.add_conditional_edges(
-        "execute",
-        lambda s: checks_or_end(s, routing.after_execute(s)),
-        ["confirm", "propose", END],
-    )
-    graph.add_conditional_edges(
-        "confirm",
-        lambda s: checks_or_end(s, routing.after_confirm(s)),
-        [CHECK_NODE, "verify", END],
-    )
     graph.add_edge(CHECK_NODE, "verify")
-    graph.add_conditional_edges(
-        "verify", lambda s: checks_or_end(s, routing.after_verify(s)), ["propose", END]
-    )
     return graph.compile(checkpointer=checkpointer)
 
 
+def goto(agent: AgentSpec, after: str, state: AgentState | dict[str, Any]) -> Any:
+    """Where the graph goes once node ``after`` left ``state``: a node, the agent's checks
+    (one ``Send`` each), or the end."""
+    nxt = ROUTES[after](state)  # type: ignore[arg-type]
+    if nxt == "end":
+        return END
+    if nxt == "verify-checks":
+        return fan_out(agent, state) or "verify"  # type: ignore[arg-type]
+    return nxt
+
+
 class Node(Protocol):
-    def __call__(self, state: AgentState, config: RunnableConfig) -> dict[str, Any]: ...
+    def __call__(self, state: AgentState, config: RunnableConfig) -> Command[Any]: ...
 
 
-def writing_changes(node: Callable[..., dict[str, Any]]) -> Node:
-    """``node``, writing only what it changes (see ``state.changes``)."""
+def routed(name: str, node: Callable[..., dict[str, Any]], agent: AgentSpec) -> Node:
+    """``node``, writing only what it changes (see ``state.changes``) and going where
+    routing sends the state it leaves."""
     takes_config = node.__code__.co_argcount > 1
 
-    def step(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
-        update = node(state, config) if takes_config else node(state)
-        return changes(state, update)
+    def step(state: AgentState, config: RunnableConfig) -> Command[Any]:
+        update = changes(state, node(state, config) if takes_config else node(state))
+        return Command(update=update, goto=goto(agent, name, applied(state, update)))
 
     step.__name__ = step.__qualname__ = node.__name__
     return step

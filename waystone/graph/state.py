@@ -6,6 +6,7 @@ effect ledger. ``evidence`` keeps the last entries only, so a long run's state s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, TypedDict
 
 EVIDENCE_LIMIT = 20
@@ -70,8 +71,14 @@ class CheckTask(TypedDict):
     completed: list[dict[str, Any]]
 
 
-# Channels with a reducer: each write adds to them, so every write counts.
-REDUCED = frozenset({"completed", "checks", "evidence"})
+# Channels with a reducer (each write adds to them, so every write counts), with the
+# reducer and the empty value the channel starts from.
+REDUCERS: dict[str, tuple[Callable[[Any, Any], Any], Callable[[], Any]]] = {
+    "completed": (keep_completed, list),
+    "checks": (merge_checks, dict),
+    "evidence": (keep_recent, list),
+}
+REDUCED = frozenset(REDUCERS)
 
 
 def initial_state(goal: str, input: dict[str, Any]) -> AgentState:
@@ -90,3 +97,17 @@ def changes(state: AgentState | dict[str, Any], update: dict[str, Any]) -> dict[
         for k, v in update.items()
         if k in REDUCED or (v != state[k] if k in state else v is not None)  # type: ignore[literal-required]
     }
+
+
+def applied(state: AgentState | dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """The state as the next step reads it once ``update`` is applied (a reducer's channel
+    through its reducer): what a node routes on."""
+    after = dict(state)
+    for k, v in update.items():
+        if k in REDUCERS:
+            reduce, empty = REDUCERS[k]
+            left = state.get(k)
+            after[k] = reduce(empty() if left is None else left, v)
+        else:
+            after[k] = v
+    return after

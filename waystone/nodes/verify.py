@@ -10,6 +10,7 @@ from typing import Any
 
 from langgraph.types import Send
 
+from waystone.agent import AgentSpec
 from waystone.crash import crash_point
 from waystone.graph.ports import Ports
 from waystone.graph.state import AgentState, CheckTask
@@ -17,7 +18,7 @@ from waystone.graph.state import AgentState, CheckTask
 CHECK_NODE = "check"
 
 
-def fan_out(ports: Ports, state: AgentState) -> list[Send]:
+def fan_out(agent: AgentSpec, state: AgentState) -> list[Send]:
     """One ``Send`` per check of the agent, for this round (the current ordinal)."""
     round_ = state.get("ordinal", 0)
     return [
@@ -30,7 +31,7 @@ def fan_out(ports: Ports, state: AgentState) -> list[Send]:
                 completed=state.get("completed", []),
             ),
         )
-        for check in ports.agent.checks
+        for check in agent.checks
     ]
 
 
