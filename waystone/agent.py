@@ -24,7 +24,9 @@ CheckFn = Callable[[dict[str, Any], list[dict[str, Any]]], CheckResult]
 class Check:
     """One verification of the goal, run in parallel with the others.
 
-    ``fn(input, completed)`` gets the run's input and the confirmed actions so far.
+    ``fn(input, completed)`` gets the run's input and the confirmed actions so far. A
+    check only reads, and may run again: after a crash before its step's checkpoint (an
+    agent with one check commits its result with that checkpoint), or on a new round.
     """
 
     name: str

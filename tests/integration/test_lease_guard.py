@@ -17,6 +17,7 @@ from waystone.effects.runner import EffectRunner
 from waystone.examples import refund
 from waystone.examples.provider import ProviderProcess
 from waystone.runs.leases import Heartbeats, LeaseGuard, lease_ok
+from waystone.runs.registry import RunRegistry
 
 
 def test_guard_expires_with_the_lease_and_on_a_refused_heartbeat() -> None:
@@ -156,11 +157,13 @@ def test_leaving_waits_for_a_renewal_under_way_and_none_starts_after(runtime: Ru
     registry = runtime.registry
 
     class Held:
-        def heartbeat(self, thread_id: str, lease_token: int, lease_seconds: float) -> bool:
+        def heartbeat(
+            self, thread_id: str, lease_token: int, lease_seconds: float, **limits: float
+        ) -> bool:
             calls.append(lease_token)
             entered.set()
             release.wait(timeout=60)
-            return registry.heartbeat(thread_id, lease_token, lease_seconds)
+            return registry.heartbeat(thread_id, lease_token, lease_seconds, **limits)
 
     beats = Heartbeats(name="heartbeat-under-test")
     run = claimed(runtime)
@@ -178,3 +181,48 @@ def test_leaving_waits_for_a_renewal_under_way_and_none_starts_after(runtime: Ru
     entered.clear()
     assert not entered.wait(timeout=0.3)  # a 0.3 s lease is due every 0.1 s: none came
     assert len(calls) == renewals >= 1
+
+
+def test_a_run_whose_row_stays_locked_does_not_hold_up_the_others(
+    runtime: Runtime, sql: psycopg.Connection[Any], database_url: str
+) -> None:
+    """A transaction left open on one run's row (a share lock, as a fenced write takes)
+    blocks that run's renewals; each gives up after its limit, and the other run's lease
+    is renewed all along. Once the lock goes, the first is renewed again."""
+    beats = Heartbeats(name="heartbeat-under-test")
+    stuck, other = claimed(runtime), claimed(runtime)
+    with (
+        psycopg.connect(database_url) as locker,
+        beats.keep(runtime.registry, stuck, lease_seconds=1.5) as stuck_guard,
+        beats.keep(runtime.registry, other, lease_seconds=1.5) as other_guard,
+    ):
+        locker.execute(
+            "SELECT 1 FROM waystone.runs WHERE thread_id = %s FOR SHARE", (stuck.thread_id,)
+        )
+        seen = [_expiry(sql, other.thread_id)]
+
+        def renewed_again() -> bool:
+            now = _expiry(sql, other.thread_id)
+            if now != seen[-1]:
+                seen.append(now)
+            return len(seen) > 6  # six renewals, 0.5 s apart: three leases' worth
+
+        wait_until(renewed_again, "the other run's renewals")
+        assert other_guard.ok() and not other_guard.lost.is_set()
+        assert not stuck_guard.ok()  # not renewed for most of its lease: it may lapse
+        assert not stuck_guard.lost.is_set()  # but it was never refused
+        locker.rollback()
+        wait_until(stuck_guard.ok, "the unlocked run's renewal")
+
+
+def test_runs_of_two_runtimes_with_one_id_are_renewed_apart(runtime: Runtime) -> None:
+    """Two runtimes of one process (two databases, in production) may drive runs with the
+    same thread id and token: each keeps its own lease."""
+    beats = Heartbeats(name="heartbeat-under-test")
+    run = claimed(runtime)
+    second = RunRegistry(runtime.db)
+    with beats.keep(runtime.registry, run, lease_seconds=60):
+        with beats.keep(second, run, lease_seconds=60):
+            assert beats.holding() == 2
+        assert beats.holding() == 1
+    assert beats.holding() == 0

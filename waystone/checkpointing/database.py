@@ -120,13 +120,17 @@ class Database:
             yield conn
 
     def batch(
-        self, statements: list[tuple[str, dict[str, Any]]], *, fence: int | None = None
+        self,
+        statements: list[tuple[str, dict[str, Any]]],
+        *,
+        fence: int | None = None,
+        wait_s: float = 30.0,
     ) -> list[list[dict[str, Any]]]:
         """Run named statements as one transaction in one round trip: pipelined up to one
         Sync, so Postgres runs them as one implicit transaction (with ``fence``, the lease
         token setting is local to it; the first error rolls back all of them). Returns
-        each statement's rows."""
-        with self._errors(), self.pool.connection(timeout=30) as conn:
+        each statement's rows. ``wait_s`` bounds the wait for a pooled connection."""
+        with self._errors(), self.pool.connection(timeout=wait_s) as conn:
             if fence is None and len(statements) == 1:
                 name, params = statements[0]
                 cur = conn.execute(sql.query(name), jsonify(params))

@@ -91,7 +91,7 @@ def _summary(rt: Runtime, thread_id: str, agent: str, checkpoints: int) -> dict[
     return {
         "outcome": values.get("outcome"),
         "completed": completed,
-        "steps": values.get("steps"),
+        "steps": values.get("steps", 0),
         "checkpoints": checkpoints,
     }
 

@@ -7,6 +7,13 @@ join per run: about 3% of a one-action run's time). A renewal the database refus
 lease was taken over, or the run moved on) marks the lease lost; the guard also counts a
 lease as lost once no renewal succeeded for most of its length, by this process's
 monotonic clock (a process frozen past its lease).
+
+Renewals run one after another, the most overdue first, so none may hold up the rest: each
+gives up after a sixth of its lease (at most ``RENEWAL_LIMIT_S``) waiting for a connection,
+a lock on its run's row or the statement, and is tried again a third of a lease later. A
+run whose row stays locked (a transaction left open on it) keeps its renewals failing and
+its guard lets it lapse; the other runs are renewed in between. It takes several such rows
+at once, each costing the others up to that limit per round, to delay them by a lease.
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ from dataclasses import dataclass, field
 from waystone.runs.registry import Run, RunRegistry
 
 logger = logging.getLogger(__name__)
+
+RENEWAL_LIMIT_S = 2.0  # the longest one renewal may take before it gives up
 
 
 class LeaseGuard:
@@ -51,6 +60,11 @@ def lease_ok(thread_id: str, lease_token: int | None) -> bool:
     return guard is None or guard.ok()
 
 
+def renewal_limit(lease_seconds: float) -> float:
+    """How long one renewal of a lease this long may wait before it gives up."""
+    return min(lease_seconds / 6, RENEWAL_LIMIT_S)
+
+
 @dataclass
 class _Lease:
     registry: RunRegistry
@@ -71,17 +85,19 @@ class Heartbeats:
         self.name = name
         self._clock = clock
         self._changed = threading.Condition()
-        self._leases: dict[tuple[str, int], _Lease] = {}
+        # (registry, thread, lease token) -> its lease: two runtimes of a process may drive
+        # runs with the same id on different databases
+        self._leases: dict[tuple[int, str, int], _Lease] = {}
         self._thread: threading.Thread | None = None
 
     @contextmanager
     def keep(self, registry: RunRegistry, run: Run, lease_seconds: float) -> Iterator[LeaseGuard]:
         """Renew ``run``'s lease every third of its length while inside. On the way out, a
         renewal under way is waited for, and none starts after."""
-        key = (run.thread_id, run.lease_token)
+        key = (id(registry), run.thread_id, run.lease_token)
         guard = LeaseGuard(lease_seconds, self._clock)
         lease = _Lease(registry, run, lease_seconds, guard, self._clock() + lease_seconds / 3)
-        GUARDS[key] = guard
+        GUARDS[key[1:]] = guard
         with self._changed:
             self._leases[key] = lease
             if self._thread is None or not self._thread.is_alive():
@@ -96,8 +112,8 @@ class Heartbeats:
             with self._changed:
                 if self._leases.get(key) is lease:
                     del self._leases[key]
-            if GUARDS.get(key) is guard:
-                del GUARDS[key]
+            if GUARDS.get(key[1:]) is guard:
+                del GUARDS[key[1:]]
 
     def holding(self) -> int:
         """How many leases are being renewed."""
@@ -106,15 +122,25 @@ class Heartbeats:
 
     def _beat(self) -> None:
         while True:
-            with self._changed:
-                now = self._clock()
-                due = [lease for lease in self._leases.values() if lease.due <= now]
-                if not due:
-                    nearest = min((lease.due for lease in self._leases.values()), default=None)
-                    self._changed.wait(None if nearest is None else nearest - now)
-                    continue
-            for lease in due:
-                self._renew(lease)
+            try:
+                self._round()
+            except Exception:  # never die quietly: the leases it holds would lapse
+                logger.exception("heartbeat round failed; trying again")
+                time.sleep(0.1)
+
+    def _round(self) -> None:
+        with self._changed:
+            now = self._clock()
+            due = sorted(
+                (lease for lease in self._leases.values() if lease.due <= now),
+                key=lambda lease: lease.due,
+            )
+            if not due:
+                nearest = min((lease.due for lease in self._leases.values()), default=None)
+                self._changed.wait(None if nearest is None else nearest - now)
+                return
+        for lease in due:
+            self._renew(lease)
 
     def _renew(self, lease: _Lease) -> None:
         run = lease.run
@@ -123,8 +149,13 @@ class Heartbeats:
                 return
             lease.due = self._clock() + lease.lease_seconds / 3
             try:
-                held = lease.registry.heartbeat(run.thread_id, run.lease_token, lease.lease_seconds)
-            except Exception:  # the database may be briefly away; the next beat retries
+                held = lease.registry.heartbeat(
+                    run.thread_id,
+                    run.lease_token,
+                    lease.lease_seconds,
+                    limit_s=renewal_limit(lease.lease_seconds),
+                )
+            except Exception:  # away, or its row locked for too long: the next beat retries
                 logger.warning("heartbeat failed", extra={"thread_id": run.thread_id})
                 return
             if held:

@@ -329,11 +329,19 @@ class RunRegistry:
         row = self.db.fetch_one("next_wake", agents=agents)
         return row["due_in"] if row else None
 
-    def heartbeat(self, thread_id: str, lease_token: int, lease_seconds: float) -> bool:
-        row = self.db.fetch_one(
-            "heartbeat", thread_id=thread_id, lease_token=lease_token, lease_seconds=lease_seconds
-        )
-        return row is not None
+    def heartbeat(
+        self, thread_id: str, lease_token: int, lease_seconds: float, *, limit_s: float = 30.0
+    ) -> bool:
+        """Renew the lease; False when it is no longer this token's (taken over, or the run
+        moved on). Waiting for a connection, a lock or the statement itself is cut off after
+        ``limit_s`` (an error), so one run's renewal cannot hold up another's."""
+        params = {"thread_id": thread_id, "lease_token": lease_token}
+        limit = {"limit": f"{max(1, round(limit_s * 1000))}ms"}
+        rows = self.db.batch(
+            [("bounded", limit), ("heartbeat", {**params, "lease_seconds": lease_seconds})],
+            wait_s=limit_s,
+        )[1]
+        return bool(rows)
 
     def event(
         self,

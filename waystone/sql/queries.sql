@@ -199,6 +199,12 @@ SELECT extract(epoch FROM min(wake_at) - clock_timestamp())::float8 AS due_in
 FROM waystone.runs
 WHERE state = 'waiting' AND (%(agents)s::text[] IS NULL OR agent = ANY(%(agents)s));
 
+-- name: bounded
+-- This transaction's waits for a lock and its statements are cut off after %(limit)s
+-- (e.g. '250ms'): for a heartbeat, which must not hold up the others.
+SELECT set_config('lock_timeout', %(limit)s, true),
+       set_config('statement_timeout', %(limit)s, true);
+
 -- name: heartbeat
 UPDATE waystone.runs
 SET lease_expires_at = clock_timestamp() + make_interval(secs => %(lease_seconds)s)
