@@ -1,11 +1,49 @@
-"""What the saver holds for a thread's next save, and how it records a held save."""
+"""What the saver holds for a thread's next save, which writes may wait for it, and how it
+records a held save."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+from langgraph.checkpoint.base import WRITES_IDX_MAP
+from langgraph.constants import START, TASKS
 
 WriteRow = tuple[str, str, str, str, str, int, str, str, bytes]
 Statement = tuple[str, Any, bool]  # (sql, params or rows, executemany)
+LEASE_KEY = "lease_token"
+PULL_TASK = "~__pregel_pull, "  # a task path's start for a node's own (pulled) task
+PUSH_TASK = "~__pregel_push, "  # ... and for a task a Send started
+
+
+def may_hold(
+    configurable: dict[str, Any],
+    writes: Sequence[tuple[str, Any]],
+    task_path: str,
+    *,
+    lone: bool = False,
+) -> bool:
+    """Whether a task's writes may wait for the next save: a fenced run's node, or the
+    ``Send`` task that is its step's only task (``lone``), with no error, interrupt or
+    resume value among them."""
+    return (
+        configurable.get(LEASE_KEY) is not None
+        and (task_path.startswith(PULL_TASK) or (lone and task_path.startswith(PUSH_TASK)))
+        and not any(channel in WRITES_IDX_MAP for channel, _ in writes)
+    )
+
+
+def one_send(values: dict[str, Any]) -> bool:
+    """Whether the step after a checkpoint with these channel values runs one task, a
+    ``Send``: one packet sent, and no node triggered (a graph's nodes are triggered through
+    its ``branch:``/``join:`` channels, or ``__start__``). Should another task run in it
+    after all, its writes take the held ones out with them, as a second node's would."""
+    sent = values.get(TASKS)
+    return (
+        isinstance(sent, list)
+        and len(sent) == 1
+        and not any(k.startswith(("branch:", "join:")) or k == START for k in values)
+    )
 
 
 class Held:

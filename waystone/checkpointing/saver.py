@@ -51,7 +51,6 @@ from typing import Any, cast
 import psycopg
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
-    WRITES_IDX_MAP,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
@@ -59,7 +58,6 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-from langgraph.constants import START, TASKS
 from langgraph.types import Interrupt, Send
 from psycopg import Cursor
 from psycopg.rows import DictRow, dict_row
@@ -67,16 +65,13 @@ from psycopg.rows import DictRow, dict_row
 from waystone import sql
 from waystone.checkpointing.at_rest import matching, protect, reveal, split_filter
 from waystone.checkpointing.database import FENCE_SQL, Database, translate
-from waystone.checkpointing.held import Held, Recorder, Statement
+from waystone.checkpointing.held import LEASE_KEY, Held, Recorder, Statement, may_hold, one_send
 from waystone.errors import LeaseLost
 from waystone.privacy.seal import SealedSerializer, Sealer
 
 logger = logging.getLogger(__name__)
 
 Finisher = Callable[[dict[str, Any]], list[Statement] | None]
-LEASE_KEY = "lease_token"
-PULL_TASK = "~__pregel_pull, "  # a task path's start for a node's own (pulled) task
-PUSH_TASK = "~__pregel_push, "  # ... and for a task a Send started
 LATEST_KEPT = 4096  # threads whose latest checkpoint id this process remembers
 
 
@@ -292,7 +287,7 @@ class WaystoneSaver(PostgresSaver):
             self._latest.move_to_end(where)
             while len(self._latest) > LATEST_KEPT:
                 self._lone.pop(self._latest.popitem(last=False)[0], None)
-            if _one_send(values):
+            if one_send(values):
                 self._lone[where] = checkpoint["id"]
             else:
                 self._lone.pop(where, None)
@@ -345,22 +340,7 @@ class WaystoneSaver(PostgresSaver):
             logger.warning("dropped pending writes of a lease that moved on")
         return None
 
-    @staticmethod
-    def _may_hold(
-        configurable: dict[str, Any],
-        writes: Sequence[tuple[str, Any]],
-        task_path: str,
-        *,
-        lone: bool = False,
-    ) -> bool:
-        """Whether a task's writes may wait for the next save: a fenced run's node, or the
-        ``Send`` task that is its step's only task (``lone``), with no error, interrupt or
-        resume value among them."""
-        return (
-            configurable.get(LEASE_KEY) is not None
-            and (task_path.startswith(PULL_TASK) or (lone and task_path.startswith(PUSH_TASK)))
-            and not any(channel in WRITES_IDX_MAP for channel, _ in writes)
-        )
+    _may_hold = staticmethod(may_hold)
 
     def flush(self, thread_id: str) -> None:
         """Commit the writes held for ``thread_id`` (normally its next save does); raises
@@ -511,16 +491,3 @@ def make_saver(
     """LangGraph's Postgres saver on Waystone's pool: fenced by lease token, redacting
     personal data, and sealing everything at rest when a key is set."""
     return WaystoneSaver(db, redact, sealer)
-
-
-def _one_send(values: dict[str, Any]) -> bool:
-    """Whether the step after a checkpoint with these channel values runs one task, a
-    ``Send``: one packet sent, and no node triggered (a graph's nodes are triggered through
-    its ``branch:``/``join:`` channels, or ``__start__``). Should another task run in it
-    after all, its writes take the held ones out with them, as a second node's would."""
-    sent = values.get(TASKS)
-    return (
-        isinstance(sent, list)
-        and len(sent) == 1
-        and not any(k.startswith(("branch:", "join:")) or k == START for k in values)
-    )

@@ -79,13 +79,14 @@ class Node(Protocol):
     def __call__(self, state: AgentState, config: RunnableConfig) -> Command[Any]: ...
 
 
-def routed(name: str, node: Callable[..., dict[str, Any]], agent: AgentSpec) -> Node:
+def routed(
+    name: str, node: Callable[[AgentState, RunnableConfig], dict[str, Any]], agent: AgentSpec
+) -> Node:
     """``node``, writing only what it changes (see ``state.changes``) and going where
     routing sends the state it leaves."""
-    takes_config = node.__code__.co_argcount > 1
 
     def step(state: AgentState, config: RunnableConfig) -> Command[Any]:
-        update = changes(state, node(state, config) if takes_config else node(state))
+        update = changes(state, node(state, config))
         return Command(update=update, goto=goto(agent, name, applied(state, update)))
 
     step.__name__ = step.__qualname__ = node.__name__

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.types import Send
 
 from waystone.agent import AgentSpec
@@ -52,7 +53,7 @@ def make_check(ports: Ports) -> Any:
 def make_verify(ports: Ports) -> Any:
     agent = ports.agent
 
-    def verify(state: AgentState) -> dict[str, Any]:
+    def verify(state: AgentState, _config: RunnableConfig) -> dict[str, Any]:
         round_ = state.get("ordinal", 0)
         results = {
             name: r for name, r in state.get("checks", {}).items() if r.get("round") == round_
