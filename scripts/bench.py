@@ -6,8 +6,11 @@ Per step (median and p95 over repeated runs of the same 5-step work):
   langgraph_in_memory / langgraph_no_checkpointer  the same graph without Postgres: what
              LangGraph's own loop costs per step
   waystone   Waystone's full runtime (ledger, fencing, run registry, events, redaction):
-             start a run and drive it to done: one action through propose -> authorize ->
-             execute -> confirm -> check -> verify with a tool that does nothing
+             start a run and drive it to done (`Runtime.invoke`: created and claimed in one
+             transaction): one action through propose -> authorize -> execute -> confirm
+             -> check -> verify with a tool that does nothing
+  waystone_start_run  the same run started, then driven (`start`, then `run`: a queued
+             run, then its claim, as a worker or another process would take it)
   waystone_marginal  what one more action adds per node step (a 5-action run less a
              1-action run, over the node steps between them): a step once the costs of a
              run (start, claim, settle) are paid
@@ -31,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import signal
 import statistics
 import subprocess
@@ -82,13 +86,19 @@ def per_step(fn: Callable[[], int]) -> Sample:
 
 def interleaved(samples: dict[str, Sample], repeats: int) -> dict[str, list[float]]:
     """Every sample once per round, ``repeats`` rounds (after a warm-up round): a machine
-    that speeds up or slows down during the run moves every row alike, so the ratios hold."""
+    that speeds up or slows down during the run moves every row alike, so the ratios hold.
+    Each round runs the rows in a new order (seeded: the same orders every run), since a
+    row runs faster after a row that warmed the same code (the second of two Waystone rows
+    in a fixed order measured 3-6% less than the first)."""
     for sample in samples.values():
         sample()
     out: dict[str, list[float]] = {name: [] for name in samples}
+    order = list(samples)
+    shuffle = random.Random(6).shuffle
     for _ in range(repeats):
-        for name, sample in samples.items():
-            out[name].append(sample())
+        shuffle(order)
+        for name in order:
+            out[name].append(samples[name]())
     return out
 
 
@@ -172,22 +182,24 @@ def langgraph(stack: ExitStack, url: str) -> Sample:
     return per_step(run)
 
 
-def _drive(rt: Runtime, agent: str) -> tuple[float, int]:
-    """Start a run and drive it to done: (seconds, node steps)."""
+def _drive(rt: Runtime, agent: str, invoke: bool = True) -> tuple[float, int]:
+    """Start a run and drive it to done, ``invoke`` (created and claimed in one
+    transaction) or ``start`` then ``run``: (seconds, node steps)."""
     start = time.perf_counter()
-    thread_id = rt.start(agent, {}).thread_id
-    assert rt.run(thread_id).state == "done"
+    done = rt.invoke(agent, {}) if invoke else rt.run(rt.start(agent, {}).thread_id)
     elapsed = time.perf_counter() - start
+    assert done.state == "done", done.reason
+    thread_id = done.thread_id
     with rt.db.connection() as conn:
         return elapsed, node_steps(conn, thread_id)
 
 
-def waystone(rt: Runtime) -> Sample:
+def waystone(rt: Runtime, invoke: bool = True) -> Sample:
     spec = bench_storage.agent(1)
     rt.register(spec)
 
     def sample() -> float:
-        elapsed, steps = _drive(rt, spec.name)
+        elapsed, steps = _drive(rt, spec.name, invoke)
         return elapsed / steps
 
     return sample
@@ -248,6 +260,7 @@ def per_step_costs(url: str, repeats: int, blocks: bool = False) -> dict[str, An
         }
         rt = stack.enter_context(Runtime(Settings(database_url=url)))
         samples["waystone"] = waystone(rt)
+        samples["waystone_start_run"] = waystone(rt, invoke=False)
         samples["waystone_marginal"] = waystone_marginal(rt)
         peer = dbos(stack, url)
         if not isinstance(peer, str):

@@ -151,17 +151,9 @@ class Runtime:
         key: str | None = None,
     ) -> RunStatus:
         """Create a queued run. With ``key`` already used, the existing run comes back."""
-        spec = self.agent(agent)
-        if not isinstance(input, dict):
-            raise BadInput("--input must be a JSON object")
-        clean = self.vault.redact(spec.validate_input(input))
-        thread_id = thread_id or f"{agent}-{uuid.uuid4().hex[:12]}"
+        thread_id, goal, clean = self._new(agent, input, goal, thread_id)
         run, created = self.registry.create(
-            thread_id=thread_id,
-            agent=agent,
-            goal=self.vault.redact(goal) if goal else spec.describe_goal(clean),
-            input=clean,
-            start_key=key,
+            thread_id=thread_id, agent=agent, goal=goal, input=clean, start_key=key
         )
         if not created and (run.agent, run.input) != (agent, clean):
             raise TransitionNotAllowed(
@@ -171,6 +163,56 @@ class Runtime:
         if created:  # nothing has run yet: no step, no approval, no signal to read
             return status_of(run, None, None, False)
         return self.status(run.thread_id)
+
+    def _new(
+        self, agent: str, input: dict[str, Any], goal: str | None, thread_id: str | None
+    ) -> tuple[str, str, dict[str, Any]]:
+        """A new run's thread id, goal and input, checked and redacted."""
+        spec = self.agent(agent)
+        if not isinstance(input, dict):
+            raise BadInput("--input must be a JSON object")
+        clean = self.vault.redact(spec.validate_input(input))
+        return (
+            thread_id or f"{agent}-{uuid.uuid4().hex[:12]}",
+            self.vault.redact(goal) if goal else spec.describe_goal(clean),
+            clean,
+        )
+
+    def invoke(
+        self,
+        agent: str,
+        input: dict[str, Any],
+        *,
+        goal: str | None = None,
+        thread_id: str | None = None,
+        key: str | None = None,
+    ) -> RunStatus:
+        """Start a run and drive it in this process until it waits or ends: ``start``, then
+        ``run``, with the run created and claimed in one transaction (one commit less).
+
+        With ``key`` already used, the existing run is driven if it is runnable, and its
+        status comes back if it is not (another process holds it, it waits, it ended); with
+        another agent or input, or a ``thread_id`` already taken, it is refused as by
+        ``start``. A crash while it drives leaves the run running under a lease that
+        expires, then a worker (or ``run``) takes it up from its last checkpoint: pass
+        ``thread_id`` or ``key`` to know the run's id before it returns."""
+        new_id, text, clean = self._new(agent, input, goal, thread_id)
+        claimed = self.registry.create_claimed(
+            thread_id=new_id,
+            agent=agent,
+            goal=text,
+            input=clean,
+            start_key=key,
+            owner=self.owner,
+            lease_seconds=self.settings.lease_seconds,
+        )
+        if claimed is not None:
+            return self._settle(claimed)
+        existing = self.start(agent, input, goal=goal, thread_id=thread_id, key=key)
+        try:
+            return self.run(existing.thread_id)
+        except TransitionNotAllowed:
+            return self.status(existing.thread_id)
 
     def run(self, thread_id: str) -> RunStatus:
         """Drive a run in this process until it waits or ends (the same claim as a worker's,
@@ -185,12 +227,16 @@ class Runtime:
             current = self.registry.get(thread_id)  # an unknown thread id: UnknownThread
             self.agent(current.agent)  # an agent this process does not know: BadInput
             raise TransitionNotAllowed(not_runnable(current))
+        return self._settle(claimed)
+
+    def _settle(self, claimed: Run) -> RunStatus:
+        """Drive a claimed run; its status once it waits or ends."""
         settled = self.drive(claimed)
         if settled is not None and settled.state == "done":
             # the graph ended on its goal: no next step, nothing to approve, and the
             # approvals it left were consumed as stale
             return status_of(settled, None, None, False)
-        return self.status(thread_id)
+        return self.status(claimed.thread_id)
 
     def drive(self, claimed: Run, control: RunControl | None = None) -> Run | None:
         """Drive a run this process has claimed; return it as settled on its graph's outcome

@@ -71,6 +71,55 @@ def test_small_refund_needs_no_approval(runtime: Runtime, provider: ProviderProc
     assert [r["amount"] for r in _refunds_for(provider, "1001")] == ["40.00"]
 
 
+def test_invoke_creates_and_claims_the_run_in_one_transaction(
+    runtime: Runtime, provider: ProviderProcess, sql: psycopg.Connection[Any]
+) -> None:
+    """``invoke`` is ``start`` then ``run`` with one commit less: the run's creation and
+    its claim are one transaction (their events carry one xmin)."""
+    waiting = runtime.invoke("refund", REFUND_INPUT, key="order-1001")
+    assert waiting.state == "waiting" and waiting.pending_approval is not None
+    created, claimed = sql.execute(
+        "SELECT to_state, lease_token, xmin::text FROM waystone.run_events "
+        "WHERE thread_id = %s AND kind = 'transition' ORDER BY id LIMIT 2",
+        (waiting.thread_id,),
+    ).fetchall()
+    assert (created[0], claimed[0], claimed[1]) == ("queued", "running", 1)
+    assert created[2] == claimed[2]
+    runtime.approve(waiting.thread_id, by="ana")
+    assert runtime.run(waiting.thread_id).state == "done"
+    assert len(_refunds_for(provider, "1001")) == 1
+
+
+def test_invoke_with_a_used_key_drives_that_run_and_never_a_second(
+    runtime: Runtime, provider: ProviderProcess, sql: psycopg.Connection[Any]
+) -> None:
+    small = {**REFUND_INPUT, "amount": "40.00"}
+    queued = runtime.start("refund", small, key="k-40")
+    assert runtime.invoke("refund", small, key="k-40").state == "done"
+    assert runtime.invoke("refund", small, key="k-40").state == "done"  # ended: its status
+    runs = sql.execute("SELECT thread_id FROM waystone.runs WHERE start_key = 'k-40'").fetchall()
+    assert runs == [(queued.thread_id,)]
+    assert [r["amount"] for r in _refunds_for(provider, "1001")] == ["40.00"]
+    with pytest.raises(TransitionNotAllowed, match="another agent or input"):
+        runtime.invoke("refund", REFUND_INPUT, key="k-40")
+
+
+def test_invoke_never_claims_a_run_whose_thread_id_is_taken(
+    runtime: Runtime, provider: ProviderProcess, sql: psycopg.Connection[Any]
+) -> None:
+    queued = runtime.start("refund", REFUND_INPUT, thread_id="taken")
+    with pytest.raises(TransitionNotAllowed, match="already exists"):
+        runtime.invoke("refund", {**REFUND_INPUT, "amount": "40.00"}, thread_id="taken")
+    row = sql.execute(
+        "SELECT state, lease_token, input->>'amount' FROM waystone.runs WHERE thread_id = 'taken'"
+    ).fetchone()
+    assert row == ("queued", 0, "120.00")
+    assert runtime.status(queued.thread_id).state == "queued"
+    assert provider.ledger() == {"refunds": [], "notifications": []}
+    with pytest.raises(BadInput, match="unknown agent"):
+        runtime.invoke("nope", {})
+
+
 def test_reject_ends_failed_without_any_refund(runtime: Runtime, provider: ProviderProcess) -> None:
     thread_id = runtime.start("refund", REFUND_INPUT).thread_id
     runtime.run(thread_id)

@@ -166,16 +166,9 @@ class RunRegistry:
         created = self.db.execute(
             "create_run",
             conn=conn,
-            thread_id=thread_id,
-            agent=agent,
-            goal=self.redact(goal),
-            input=self.redact(input),
-            start_key=start_key,
-            reason=reason,
-            evidence={"agent": agent, **({"forked_from": forked_from} if forked_from else {})},
-            actor=actor,
-            forked_from=forked_from,
-            key_namespace=key_namespace,
+            **self._new_run(
+                thread_id, agent, goal, input, start_key, reason, actor, forked_from, key_namespace
+            ),
         )
         if created:
             return self._run(created[0]), True
@@ -190,6 +183,55 @@ class RunRegistry:
                 "choose another --thread-id or use `waystone status`"
             )
         raise TransitionNotAllowed(f"could not create run {thread_id!r}")  # pragma: no cover
+
+    def create_claimed(
+        self,
+        *,
+        thread_id: str,
+        agent: str,
+        goal: str,
+        input: dict[str, Any],
+        owner: str,
+        lease_seconds: float,
+        start_key: str | None = None,
+    ) -> Run | None:
+        """Create a run and claim it for ``owner``: one transaction, one round trip (the
+        insert and the claim pipelined up to one Sync), for a caller that drives the run at
+        once. ``None`` when the thread id or the start key is taken: nothing is created,
+        and nothing is claimed (the claim takes only a run its own transaction inserted).
+        The insert still announces a queued run at commit: an idle worker wakes, finds it
+        claimed, and waits again."""
+        new = self._new_run(thread_id, agent, goal, input, start_key, "created", "waystone")
+        claim = {"thread_id": thread_id, "owner": owner, "lease_seconds": lease_seconds}
+        _, claimed = self.db.batch(
+            [("create_run", new), ("claim_created", {**claim, "reason": "claimed"})]
+        )
+        return self._run(claimed[0]) if claimed else None
+
+    def _new_run(
+        self,
+        thread_id: str,
+        agent: str,
+        goal: str,
+        input: dict[str, Any],
+        start_key: str | None,
+        reason: str,
+        actor: str,
+        forked_from: str | None = None,
+        key_namespace: str | None = None,
+    ) -> dict[str, Any]:
+        return {
+            "thread_id": thread_id,
+            "agent": agent,
+            "goal": self.redact(goal),
+            "input": self.redact(input),
+            "start_key": start_key,
+            "reason": reason,
+            "evidence": {"agent": agent, **({"forked_from": forked_from} if forked_from else {})},
+            "actor": actor,
+            "forked_from": forked_from,
+            "key_namespace": key_namespace,
+        }
 
     def get(self, thread_id: str) -> Run:
         row = self.db.fetch_one("get_run", thread_id=thread_id)

@@ -160,6 +160,17 @@ WITH candidate AS (
 )
 -- include: claim_take
 
+-- name: claim_created
+-- `Runtime.invoke`'s claim, pipelined after create_run in its transaction: the run that
+-- transaction inserted (its xmin), never one whose thread id was already taken.
+WITH candidate AS (
+    SELECT r.thread_id, r.state AS prev_state, r.lease_owner AS prev_owner, r.updated_at
+    FROM waystone.runs r
+    WHERE r.thread_id = %(thread_id)s AND r.state = 'queued'
+      AND r.xmin = pg_current_xact_id()::xid
+)
+-- include: claim_take
+
 -- name: claim_take
 -- How both claims end (included in them, never run alone): the candidate becomes running
 -- under a new lease.
