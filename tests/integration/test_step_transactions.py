@@ -1,6 +1,7 @@
 """What commits with a node's checkpoint, in its transaction: the node's own ledger change
-(the receipt of an effect the tool can reconcile, execute's; a confirmation, confirm's),
-and, for the graph's last checkpoint, the run's final transition.
+(the intent of an approved effect the tool can reconcile, authorize's; its receipt,
+execute's; a confirmation, confirm's), and, for the graph's last checkpoint, the run's
+final transition.
 
 Killed between a ledger change and the checkpoint, neither is in Postgres; the resumed
 run reconciles or reads back again, and every effect still happens once. A receipt that
@@ -60,6 +61,66 @@ def _event_count(sql: psycopg.Connection[Any], thread_id: str, kind: str) -> int
     ).fetchone()
     assert row is not None
     return int(row[0])
+
+
+def _authorized_xmin(sql: psycopg.Connection[Any], thread_id: str) -> str:
+    """The transaction of authorize's checkpoint (the one that routes to execute)."""
+    row = sql.execute(
+        "SELECT xmin::text FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = '' "
+        "AND checkpoint->'channel_versions' ? 'branch:to:execute' "
+        "ORDER BY checkpoint_id LIMIT 1",
+        (thread_id,),
+    ).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def _intents(sql: psycopg.Connection[Any], thread_id: str) -> list[tuple[Any, ...]]:
+    return sql.execute(
+        "SELECT tool, status, attempts, xmin::text FROM waystone.effects "
+        "WHERE thread_id = %s ORDER BY ordinal",
+        (thread_id,),
+    ).fetchall()
+
+
+def test_an_approved_reconcilable_intent_commits_with_authorizes_checkpoint(
+    runtime: Runtime, provider: ProviderProcess, sql: psycopg.Connection[Any]
+) -> None:
+    """No commit of its own before the call: and execute, in the process that committed
+    it, calls the provider at once (a missed hand-over would show as a reconciliation)."""
+    status = runtime.invoke("refund", SMALL)
+    assert status.state == "done", status
+    (refund, _notify) = _intents(sql, status.thread_id)
+    assert refund[:3] == ("refund", "confirmed", 1)
+    assert _event_count(sql, status.thread_id, "effect-resume") == 0
+    assert _event_count(sql, status.thread_id, "reconciled") == 0
+    assert len(provider.ledger()["refunds"]) == 1
+
+
+def test_killed_after_authorizes_checkpoint_the_intent_is_reconciled_then_applied_once(
+    cli: Cli, provider: ProviderProcess, sql: psycopg.Connection[Any]
+) -> None:
+    thread_id = _start(cli, "refund", SMALL, {})
+    _killed_at(cli, thread_id, "execute:after-intent@refund")
+    assert provider.ledger()["refunds"] == []  # never called
+    ((tool, state, attempts, xmin),) = _intents(sql, thread_id)
+    assert (tool, state, attempts) == ("refund", "intent", 1)
+    assert xmin == _authorized_xmin(sql, thread_id)  # one transaction with the approval
+
+    status = _resumed(cli, thread_id)
+    assert status["state"] == "done", status
+    assert len(provider.ledger()["refunds"]) == 1  # looked up (absent), then applied once
+    assert _event_count(sql, thread_id, "reconciled") == 1
+
+
+def test_an_intent_only_a_person_could_settle_is_committed_by_execute(
+    cli: Cli, provider: ProviderProcess, sql: psycopg.Connection[Any]
+) -> None:
+    thread_id = _start(cli, "unsafe", {"to": "ana@example.com"}, UNSAFE)
+    _killed_at(cli, thread_id, "execute:after-intent@fax", UNSAFE)
+    ((tool, state, attempts, xmin),) = _intents(sql, thread_id)
+    assert (tool, state, attempts) == ("fax", "intent", 1)
+    assert xmin != _authorized_xmin(sql, thread_id)  # its own commit, right before the call
 
 
 def test_a_reconcilable_receipt_commits_with_executes_checkpoint(

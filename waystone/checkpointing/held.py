@@ -3,14 +3,17 @@ records a held save."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langgraph.checkpoint.base import WRITES_IDX_MAP
 from langgraph.constants import START, TASKS
 
 WriteRow = tuple[str, str, str, str, str, int, str, str, bytes]
-Statement = tuple[str, Any, bool]  # (sql, params or rows, executemany)
+# Given a statement's rows once its transaction has committed.
+Answer = Callable[[list[dict[str, Any]]], None]
+# (sql, params or rows, executemany: True; execute: False; execute, then answer its rows)
+Statement = tuple[str, Any, bool | Answer]
 LEASE_KEY = "lease_token"
 PULL_TASK = "~__pregel_pull, "  # a task path's start for a node's own (pulled) task
 PUSH_TASK = "~__pregel_push, "  # ... and for a task a Send started

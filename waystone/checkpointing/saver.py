@@ -65,7 +65,15 @@ from psycopg.rows import DictRow, dict_row
 from waystone import sql
 from waystone.checkpointing.at_rest import matching, protect, reveal, split_filter
 from waystone.checkpointing.database import FENCE_SQL, Database, translate
-from waystone.checkpointing.held import LEASE_KEY, Held, Recorder, Statement, may_hold, one_send
+from waystone.checkpointing.held import (
+    LEASE_KEY,
+    Answer,
+    Held,
+    Recorder,
+    Statement,
+    may_hold,
+    one_send,
+)
 from waystone.errors import LeaseLost
 from waystone.privacy.seal import SealedSerializer, Sealer
 
@@ -214,17 +222,26 @@ class WaystoneSaver(PostgresSaver):
             # saver's statements, pipelined up to one Sync, so Postgres runs them as one
             # implicit transaction (the setting is local to it; the first error rolls back
             # all of them).
+            asked: list[tuple[Cursor[DictRow], Answer]] = []
             with conn.pipeline():
                 if token is not None:
                     with conn.cursor(binary=True) as setter:
                         setter.execute(FENCE_SQL, (str(token),))
                 with conn.cursor(binary=True, row_factory=dict_row) as cur:
-                    for query, params, many in held:
-                        if many:
+                    for query, params, how in held:
+                        if how is True:
                             cur.executemany(query, params)
-                        else:
+                        elif how is False:
                             cur.execute(query, params)
+                        else:  # its rows are wanted: a cursor of its own
+                            asked.append((conn.cursor(row_factory=dict_row), how))
+                            asked[-1][0].execute(query, params)
                     yield cur
+            for answered, answer in asked:  # past the Sync: committed
+                try:
+                    answer(answered.fetchall())
+                except Exception:  # an answer only saves a later read: never fail the save
+                    logger.exception("a committed statement's answer failed")
 
     def put(
         self,

@@ -65,6 +65,8 @@ class Ledger:
         self.ride = ride
         # effects this process last wrote, by (writing run, key), with the lease token
         self._written: OrderedDict[tuple[str, str], tuple[int, Effect]] = OrderedDict()
+        # intents ride_intent inserted, not yet taken by a perform (see `opened`)
+        self._opened: OrderedDict[tuple[str, str], tuple[int, Effect]] = OrderedDict()
         self._lock = threading.Lock()
 
     def _wrote(self, effect: Effect, fence: int | None, writer: str | None) -> Effect:
@@ -122,6 +124,52 @@ class Ledger:
                 raise RuntimeError(f"the effect {key!r} is neither new nor in the ledger")
             return existing, False
         return self._wrote(self._effect(row), fence, thread_id), bool(row["fresh"])
+
+    def ride_intent(
+        self,
+        *,
+        key: str,
+        thread_id: str,
+        ordinal: int,
+        tool: str,
+        args: dict[str, Any],
+        fence: int,
+    ) -> None:
+        """Open the intent for ``key`` in the transaction of the run's next checkpoint, not
+        in a commit of its own: authorize's, once it approves an action whose effect can be
+        reconciled (a lookup, or a provider that deduplicates on the key). If that
+        transaction inserted the row, :meth:`opened` hands it to the next perform of the key
+        by this run under this lease, which calls the provider at once: nothing can have
+        called it since the row was inserted. A crash before then leaves an intent that
+        the resumed execute reconciles, as after a crash past ``open_intent``."""
+        assert self.ride is not None, "riding needs the saver's ride"
+        params = {
+            "key": key,
+            "thread_id": thread_id,
+            "ordinal": ordinal,
+            "tool": tool,
+            "args": self.redact(args),
+        }
+
+        def inserted(rows: list[dict[str, Any]]) -> None:
+            if not rows:  # the key was there already: perform reads what it holds
+                return
+            with self._lock:
+                self._opened[(thread_id, key)] = (fence, self._effect(rows[0]))
+                while len(self._opened) > WRITTEN_KEPT:
+                    self._opened.popitem(last=False)
+
+        self.ride(thread_id, fence, [(sql.query("ride_intent"), jsonify(params), inserted)])
+
+    def opened(self, key: str, fence: int | None, thread_id: str) -> Effect | None:
+        """The intent :meth:`ride_intent` inserted for run ``thread_id`` under lease
+        ``fence``, handed out once (the caller is about to call the provider); ``None``
+        when there is none, or it was inserted under another lease."""
+        with self._lock:
+            found = self._opened.pop((thread_id, key), None)
+        if found is None or fence is None or found[0] != fence:
+            return None
+        return self._wrote(found[1], fence, thread_id)
 
     def record_intent(
         self,

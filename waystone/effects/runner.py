@@ -47,14 +47,17 @@ class EffectRunner:
 
     def perform(self, thread_id: str, action: dict[str, Any], tool: Tool) -> EffectResult:
         key = action["key"]
-        row, fresh = self.ledger.open_intent(
-            key=key,
-            thread_id=thread_id,
-            ordinal=action["ordinal"],
-            tool=tool.name,
-            args=action["args"],
-            fence=self.fence,
-        )
+        row: Effect | None = self.ledger.opened(key, self.fence, thread_id)  # authorize's
+        fresh = row is not None
+        if row is None:
+            row, fresh = self.ledger.open_intent(
+                key=key,
+                thread_id=thread_id,
+                ordinal=action["ordinal"],
+                tool=tool.name,
+                args=action["args"],
+                fence=self.fence,
+            )
         if fresh:  # the intent of the first attempt is committed: call the provider
             step, after, result = self._apply(thread_id, action, tool, recorded=row)
             if result is not None:

@@ -35,7 +35,7 @@ def make_authorize(ports: Ports) -> Any:
                 "key": action["key"],
             }
             crash_point("authorize:after-decision", action["tool"])
-            return {"decision": decision}
+            return _approved(ports, config, action, {"decision": decision})
         if verdict.verdict == "deny":
             reason = f"policy denied {action['tool']}: {verdict.reason}"
             return {
@@ -58,9 +58,40 @@ def make_authorize(ports: Ports) -> Any:
         )
         raw = interrupt(request.to_payload())
         crash_point("authorize:after-decision", action["tool"])
-        return _apply_decision(ports, ports.scope(config).key_namespace, action, raw)
+        update = _apply_decision(ports, ports.scope(config).key_namespace, action, raw)
+        decided = update.get("decision")
+        if decided is not None and decided["choice"] in ("approve", "edit"):
+            return _approved(ports, config, update.get("action", action), update)
+        return update
 
     return authorize
+
+
+def _approved(
+    ports: Ports, config: RunnableConfig, action: Action, update: dict[str, Any]
+) -> dict[str, Any]:
+    """``update``, approving ``action``. When the action's effect can be reconciled after a
+    crash (a lookup, or a provider that deduplicates on the key), its intent commits with
+    this node's checkpoint, and execute calls the provider with no commit of its own
+    first. Otherwise execute commits the intent: a crash between the approval and the
+    call would leave an intent only a person could settle."""
+    tool = ports.tool(action["tool"])
+    scope = ports.scope(config)
+    if (
+        tool is not None
+        and (tool.idempotent_by_key or tool.lookup is not None)
+        and scope.fence is not None
+        and ports.ledger.ride is not None
+    ):
+        ports.ledger.ride_intent(
+            key=action["key"],
+            thread_id=scope.thread_id,
+            ordinal=action["ordinal"],
+            tool=tool.name,
+            args=action["args"],
+            fence=scope.fence,
+        )
+    return update
 
 
 def _apply_decision(

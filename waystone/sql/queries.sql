@@ -285,6 +285,15 @@ UNION ALL
 SELECT *, false AS fresh FROM waystone.effects
 WHERE key = %(key)s AND NOT EXISTS (SELECT 1 FROM inserted);
 
+-- name: ride_intent
+-- The first intent for a key, committed in the transaction of the run's next checkpoint
+-- (authorize's, once it approves the action): the row when this inserted it; none when
+-- the key was there already (a fork and its origin share keys), which it leaves as it is.
+INSERT INTO waystone.effects (key, thread_id, ordinal, tool, args, status, attempts)
+VALUES (%(key)s, %(thread_id)s, %(ordinal)s, %(tool)s, %(args)s, 'intent', 1)
+ON CONFLICT (key) DO NOTHING
+RETURNING *;
+
 -- name: update_effect
 UPDATE waystone.effects
 SET status = %(status)s,
