@@ -105,3 +105,40 @@ def test_a_takeover_reads_its_checkpoints_back(
     second = runtime.registry.claim(owner="b", lease_seconds=30, thread_id=thread_id)
     assert second is not None and second.lease_token == first.lease_token + 1
     assert second.started is None  # unknown: the driver reads the checkpoints back
+
+
+def _intent(conn: psycopg.Connection[Any], key: str, thread_id: str) -> None:
+    conn.execute(
+        "INSERT INTO waystone.effects (key, thread_id, ordinal, tool, args, status, attempts) "
+        "VALUES (%s, %s, 1, 'note', '{}', 'intent', 1)",
+        (key, thread_id),
+    )
+
+
+def test_a_fence_checked_once_per_transaction_still_refuses_a_moved_token(
+    runtime: Runtime, database_url: str
+) -> None:
+    """A run's rows after the first in one transaction skip the check (its lock holds), but
+    only for that run and token, and only until the transaction moves a token itself."""
+    one, two = claimed(runtime), claimed(runtime)
+    with psycopg.connect(database_url) as conn:  # one transaction, as a step's batch is
+        conn.execute("SELECT set_config('waystone.lease_token', %s, true)", (str(one.lease_token),))
+        _intent(conn, "k-1", one.thread_id)
+        _intent(conn, "k-2", one.thread_id)  # passes: checked and locked by the first
+        conn.execute(
+            "UPDATE waystone.runs SET lease_token = lease_token + 1 WHERE thread_id = %s",
+            (one.thread_id,),
+        )
+        with pytest.raises(psycopg.DatabaseError, match="lease lost"):
+            _intent(conn, "k-3", one.thread_id)  # the token moved: asked again, refused
+        conn.rollback()
+    with psycopg.connect(database_url) as conn:
+        conn.execute(
+            "UPDATE waystone.runs SET lease_token = 99 WHERE thread_id = %s", (two.thread_id,)
+        )
+        conn.commit()
+        conn.execute("SELECT set_config('waystone.lease_token', %s, true)", (str(one.lease_token),))
+        _intent(conn, "k-4", one.thread_id)
+        with pytest.raises(psycopg.DatabaseError, match="lease lost"):
+            _intent(conn, "k-5", two.thread_id)  # another run: checked on its own
+        conn.rollback()

@@ -126,11 +126,16 @@ def test_a_database_at_the_baseline_is_upgraded_to_what_a_fresh_one_has(
     sql.execute("DROP INDEX waystone.runs_queued_agent_idx")  # what 0002 adds
     sql.execute("DROP FUNCTION waystone.each_agent")
     sql.execute("ALTER TABLE waystone.runs DROP COLUMN wait_id")
+    for function in ("check_fence", "check_transition"):  # what 0003 replaces
+        sql.execute(
+            f"CREATE OR REPLACE FUNCTION waystone.{function}() RETURNS trigger "
+            "LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$"
+        )
     sql.execute("DELETE FROM waystone_schema_version")
     sql.execute("INSERT INTO waystone_schema_version (version) VALUES (1)")
     db = Database.open(Settings(database_url=database_url))
     try:
-        assert migrate(db) == latest_version() == 2
+        assert migrate(db) == latest_version() == 3
     finally:
         db.close()
     assert [sorted(sql.execute(q).fetchall()) for q in queries] == fresh

@@ -85,6 +85,9 @@ BEGIN
         END IF;
         RETURN NEW;
     END IF;
+    IF NEW.lease_token IS DISTINCT FROM OLD.lease_token THEN
+        PERFORM set_config('waystone.fenced', '', true);  -- check_fence asks again
+    END IF;
     IF NEW.state IS DISTINCT FROM OLD.state THEN
         IF NOT EXISTS (SELECT 1 FROM waystone.allowed_transitions
                        WHERE from_state = OLD.state AND to_state = NEW.state) THEN
@@ -163,7 +166,10 @@ CREATE INDEX effects_thread_idx ON waystone.effects (thread_id, ordinal);
 -- rejected (SQLSTATE WS410). FOR SHARE makes a concurrent takeover wait for this write's
 -- transaction, so no write with an old token lands after the token moved on. Writes that
 -- carry no token (a person's event, on a 'lenient' table) take no such lock, so they never
--- make a claim skip the run.
+-- make a claim skip the run. Once a run's token is checked in a transaction, the run's
+-- next rows under that token pass at once (waystone.fenced): the lock it took holds until
+-- the transaction ends, so only the transaction itself can move the token, and a change of
+-- any run's token clears the mark (check_transition). A step writes a dozen rows.
 CREATE FUNCTION waystone.check_fence() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     claimed text := nullif(current_setting('waystone.lease_token', true), '');
@@ -177,6 +183,9 @@ BEGIN
         END IF;
         RETURN NEW;  -- lenient, or not a Waystone run (a plain LangGraph thread)
     END IF;
+    IF current_setting('waystone.fenced', true) = claimed || '/' || NEW.thread_id THEN
+        RETURN NEW;  -- checked in this transaction, and locked since
+    END IF;
     SELECT lease_token INTO current_token FROM waystone.runs
     WHERE thread_id = NEW.thread_id FOR SHARE;
     IF NOT FOUND THEN
@@ -186,6 +195,7 @@ BEGIN
         RAISE EXCEPTION 'lease lost: write for run % carries token %, the current token is %',
             NEW.thread_id, claimed, current_token USING ERRCODE = 'WS410';
     END IF;
+    PERFORM set_config('waystone.fenced', claimed || '/' || NEW.thread_id, true);
     RETURN NEW;
 END $$;
 
