@@ -120,6 +120,26 @@ def test_invoke_never_claims_a_run_whose_thread_id_is_taken(
         runtime.invoke("nope", {})
 
 
+def test_invoke_wakes_no_worker_a_start_does(
+    runtime: Runtime, provider: ProviderProcess, database_url: str
+) -> None:
+    """A run created and claimed in one transaction is never runnable once committed: its
+    insert announces nothing (an idle worker would wake, claim nothing, and wait again)."""
+    small = {**REFUND_INPUT, "amount": "40.00"}
+    with psycopg.connect(database_url, autocommit=True) as listener:
+        listener.execute("LISTEN waystone_runnable")
+        invoked = runtime.invoke("refund", small)
+        assert invoked.state == "done"
+        started = runtime.start("refund", small)
+        heard: list[str] = []
+        for note in listener.notifies(timeout=30):  # in commit order: the start's comes last
+            heard.append(note.payload)
+            if note.payload == started.thread_id:
+                break
+    assert heard[-1] == started.thread_id
+    assert invoked.thread_id not in heard
+
+
 def test_reject_ends_failed_without_any_refund(runtime: Runtime, provider: ProviderProcess) -> None:
     thread_id = runtime.start("refund", REFUND_INPUT).thread_id
     runtime.run(thread_id)

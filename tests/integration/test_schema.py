@@ -126,7 +126,7 @@ def test_a_database_at_the_baseline_is_upgraded_to_what_a_fresh_one_has(
     sql.execute("DROP INDEX waystone.runs_queued_agent_idx")  # what 0002 adds
     sql.execute("DROP FUNCTION waystone.each_agent")
     sql.execute("ALTER TABLE waystone.runs DROP COLUMN wait_id")
-    for function in ("check_fence", "check_transition"):  # what 0003 replaces
+    for function in ("check_fence", "check_transition", "notify_runnable"):  # 0003's
         sql.execute(
             f"CREATE OR REPLACE FUNCTION waystone.{function}() RETURNS trigger "
             "LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$"

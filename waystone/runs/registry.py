@@ -199,12 +199,15 @@ class RunRegistry:
         insert and the claim pipelined up to one Sync), for a caller that drives the run at
         once. ``None`` when the thread id or the start key is taken: nothing is created,
         and nothing is claimed (the claim takes only a run its own transaction inserted).
-        The insert still announces a queued run at commit: an idle worker wakes, finds it
-        claimed, and waits again."""
+        Its insert wakes no worker (``claiming``): once committed, the run is not runnable."""
         new = self._new_run(thread_id, agent, goal, input, start_key, "created", "waystone")
         claim = {"thread_id": thread_id, "owner": owner, "lease_seconds": lease_seconds}
-        _, claimed = self.db.batch(
-            [("create_run", new), ("claim_created", {**claim, "reason": "claimed"})]
+        _, _, claimed = self.db.batch(
+            [
+                ("claiming", {"thread_id": thread_id}),
+                ("create_run", new),
+                ("claim_created", {**claim, "reason": "claimed"}),
+            ]
         )
         return self._run(claimed[0]) if claimed else None
 

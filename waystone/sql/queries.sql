@@ -160,6 +160,11 @@ WITH candidate AS (
 )
 -- include: claim_take
 
+-- name: claiming
+-- Before Runtime.invoke's create_run, in its transaction: the run it creates is claimed
+-- in the same transaction, so its insert wakes no worker (notify_runnable).
+SELECT set_config('waystone.claiming', %(thread_id)s, true);
+
 -- name: claim_created
 -- `Runtime.invoke`'s claim, pipelined after create_run in its transaction: the run that
 -- transaction inserted (its xmin), never one whose thread id was already taken.

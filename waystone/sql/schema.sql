@@ -206,9 +206,15 @@ CREATE TRIGGER run_events_fence BEFORE INSERT ON waystone.run_events
     FOR EACH ROW EXECUTE FUNCTION waystone.check_fence('lenient');
 
 -- Wake-ups without polling: a run that becomes runnable, or a signal that arrives, is
--- announced on the channel 'waystone_runnable' (LISTEN/NOTIFY), delivered at commit.
+-- announced on the channel 'waystone_runnable' (LISTEN/NOTIFY), delivered at commit. A
+-- run created and claimed in one transaction (Runtime.invoke, which names it in
+-- waystone.claiming first) is never runnable once committed: no worker is woken for it.
 CREATE FUNCTION waystone.notify_runnable() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+    IF TG_TABLE_NAME = 'runs'
+       AND current_setting('waystone.claiming', true) = NEW.thread_id THEN
+        RETURN NULL;
+    END IF;
     PERFORM pg_notify('waystone_runnable', NEW.thread_id);
     RETURN NULL;
 END $$;

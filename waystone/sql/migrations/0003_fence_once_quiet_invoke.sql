@@ -2,7 +2,8 @@
 -- A run's fence is checked once per transaction: the rows after the first for the same
 -- run under the same token pass at once (waystone.fenced, set by check_fence; cleared by
 -- check_transition when any run's token changes). Same rules, a SELECT ... FOR SHARE less
--- per row: a step writes a dozen rows.
+-- per row: a step writes a dozen rows. And a run created and claimed in one transaction
+-- (Runtime.invoke) wakes no worker.
 CREATE OR REPLACE FUNCTION waystone.check_fence() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     claimed text := nullif(current_setting('waystone.lease_token', true), '');
@@ -58,3 +59,12 @@ BEGIN
     RETURN NEW;
 END $$;
 
+CREATE OR REPLACE FUNCTION waystone.notify_runnable() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_TABLE_NAME = 'runs'
+       AND current_setting('waystone.claiming', true) = NEW.thread_id THEN
+        RETURN NULL;
+    END IF;
+    PERFORM pg_notify('waystone_runnable', NEW.thread_id);
+    RETURN NULL;
+END $$;
