@@ -113,14 +113,44 @@ def test_killed_after_authorizes_checkpoint_the_intent_is_reconciled_then_applie
     assert _event_count(sql, thread_id, "reconciled") == 1
 
 
-def test_an_intent_only_a_person_could_settle_is_committed_by_execute(
+def test_a_persons_approval_rides_the_intent_with_authorizes_checkpoint(
     cli: Cli, provider: ProviderProcess, sql: psycopg.Connection[Any]
 ) -> None:
-    thread_id = _start(cli, "unsafe", {"to": "ana@example.com"}, UNSAFE)
-    _killed_at(cli, thread_id, "execute:after-intent@fax", UNSAFE)
+    """Resumed with a decision, authorize's writes go out before its checkpoint (a resume
+    value is never held), in a transaction LangGraph does not wait for: the intent waits
+    for the checkpoint, so execute finds it committed and handed over."""
+    thread_id = _start(cli, "refund", REFUND_INPUT, {})
+    assert _resumed(cli, thread_id)["state"] == "waiting"
+    approved = cli("approve", thread_id, "--by", "ana")
+    assert approved.returncode == 0, approved.stderr
+    _killed_at(cli, thread_id, "execute:after-intent@refund")
     ((tool, state, attempts, xmin),) = _intents(sql, thread_id)
-    assert (tool, state, attempts) == ("fax", "intent", 1)
-    assert xmin != _authorized_xmin(sql, thread_id)  # its own commit, right before the call
+    assert (tool, state, attempts) == ("refund", "intent", 1)
+    assert xmin == _authorized_xmin(sql, thread_id)
+    assert provider.ledger()["refunds"] == []
+    assert _resumed(cli, thread_id)["state"] == "done"
+    assert len(provider.ledger()["refunds"]) == 1
+
+
+def test_an_intent_the_provider_would_not_deduplicate_is_committed_by_execute(
+    cli: Cli, provider: ProviderProcess, sql: psycopg.Connection[Any]
+) -> None:
+    """Found later, such an intent means "maybe called": a lookup settles it only after the
+    provider's deadline (notify_customer), a tool with no lookup needs a person (fax). So
+    it is committed on its own, right before the call, never with authorize's checkpoint."""
+    cases = [
+        ("refund", SMALL, {}, "execute:after-intent@notify_customer", "notify_customer"),
+        ("unsafe", {"to": "ana@example.com"}, UNSAFE, "execute:after-intent@fax", "fax"),
+    ]
+    for agent, payload, env, point, tool in cases:
+        thread_id = _start(cli, agent, payload, env)
+        _killed_at(cli, thread_id, point, env)
+        (xmin,) = [r[3] for r in _intents(sql, thread_id) if r[0] == tool and r[1] == "intent"]
+        in_checkpoints = sql.execute(
+            "SELECT count(*) FROM checkpoints WHERE thread_id = %s AND xmin::text = %s",
+            (thread_id, xmin),
+        ).fetchone()
+        assert in_checkpoints == (0,), tool  # its own commit
 
 
 def test_a_reconcilable_receipt_commits_with_executes_checkpoint(

@@ -339,6 +339,12 @@ class WaystoneSaver(PostgresSaver):
                     return
         with self._held_lock:
             held = self._held.pop(where, None)  # a sibling's writes: out together, now
+            if held is not None and any(not isinstance(how, bool) for _, _, how in held.statements):
+                # statements whose rows are wanted wait for the next save: LangGraph does
+                # not wait for these writes before its next step, it waits for that save
+                asked = [st for st in held.statements if not isinstance(st[2], bool)]
+                held.statements = [st for st in held.statements if isinstance(st[2], bool)]
+                self._held[where] = Held(held.lease_token, [], asked)
         token = configurable.get(LEASE_KEY)
         held = self._own(held, int(token) if token is not None else None)
         with self._fenced(config):

@@ -136,12 +136,14 @@ class Ledger:
         fence: int,
     ) -> None:
         """Open the intent for ``key`` in the transaction of the run's next checkpoint, not
-        in a commit of its own: authorize's, once it approves an action whose effect can be
-        reconciled (a lookup, or a provider that deduplicates on the key). If that
+        in a commit of its own: authorize's, once it approves an action whose provider
+        deduplicates on the key. If that
         transaction inserted the row, :meth:`opened` hands it to the next perform of the key
         by this run under this lease, which calls the provider at once: nothing can have
         called it since the row was inserted. A crash before then leaves an intent that
-        the resumed execute reconciles, as after a crash past ``open_intent``."""
+        the resumed execute reconciles, as after a crash past ``open_intent``. The
+        statement goes out only with a checkpoint (or a flush), never with pending writes
+        that LangGraph does not wait for (see the saver's ``put_writes``)."""
         assert self.ride is not None, "riding needs the saver's ride"
         params = {
             "key": key,

@@ -70,16 +70,18 @@ def make_authorize(ports: Ports) -> Any:
 def _approved(
     ports: Ports, config: RunnableConfig, action: Action, update: dict[str, Any]
 ) -> dict[str, Any]:
-    """``update``, approving ``action``. When the action's effect can be reconciled after a
-    crash (a lookup, or a provider that deduplicates on the key), its intent commits with
-    this node's checkpoint, and execute calls the provider with no commit of its own
-    first. Otherwise execute commits the intent: a crash between the approval and the
-    call would leave an intent only a person could settle."""
+    """``update``, approving ``action``. When the provider deduplicates on the key, the
+    action's intent commits with this node's checkpoint, and execute calls the provider
+    with no commit of its own first. A run stopped in between (a crash, a drain, a
+    takeover) finds an intent that was never acted on, and applies it under its key: the
+    provider keeps one. Any other tool's execute commits its intent right before the call:
+    found later, an intent means "maybe called", which a lookup alone settles only after
+    the provider's deadline, and a tool without one only a person can settle."""
     tool = ports.tool(action["tool"])
     scope = ports.scope(config)
     if (
         tool is not None
-        and (tool.idempotent_by_key or tool.lookup is not None)
+        and tool.idempotent_by_key
         and scope.fence is not None
         and ports.ledger.ride is not None
     ):
