@@ -204,6 +204,10 @@ def test_a_run_that_ends_moves_on_in_its_last_checkpoints_transaction(
     status = runtime.run(thread_id)
     assert status.state == "done", status
     assert len(provider.ledger()["refunds"]) == 1
+    held = sql.execute(
+        "SELECT updated_at FROM waystone.runs WHERE thread_id = %s", (thread_id,)
+    ).fetchone()
+    assert held is not None and status.updated_at == held[0].isoformat()  # Postgres' clock
 
     def xmins(query: str) -> list[str]:
         return [r[0] for r in sql.execute(query, (thread_id,)).fetchall()]

@@ -141,9 +141,12 @@ class _Ending:
             return None
         evidence = {"outcome": outcome, "evidence": list(values.get("evidence") or [])[-5:]}
         statement, self.ended = self.registry.ending(
-            self.run, outcome["state"], outcome["reason"], evidence
+            self.run, outcome["state"], outcome["reason"], evidence, self._committed
         )
         return [statement]
+
+    def _committed(self, run: Run) -> None:
+        self.ended = run  # as Postgres holds it, once the last checkpoint's commit is in
 
 
 @dataclass(frozen=True)

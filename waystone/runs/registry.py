@@ -107,12 +107,19 @@ class RunRegistry:
         self.reveal = reveal  # on the way out: sealed values opened (tokens stay tokens)
 
     def ending(
-        self, run: Run, to_state: str, reason: str, evidence: dict[str, Any]
+        self,
+        run: Run,
+        to_state: str,
+        reason: str,
+        evidence: dict[str, Any],
+        ended: Callable[[Run], None] = lambda run: None,
     ) -> tuple[Statement, Run]:
         """The transition that ends ``run`` (from running, under its lease, to ``to_state``,
         spending its signals) as a statement for another transaction to commit (its graph's
-        last checkpoint's: see the driver), and the run as that leaves it. The statement
-        never quietly changes nothing: it fails, and its transaction with it (``end_run``)."""
+        last checkpoint's: see the driver), and the run as that leaves it, worked out here;
+        once that transaction commits, ``ended`` is given the run as Postgres holds it (its
+        clock's ``updated_at``). The statement never quietly changes nothing: it fails,
+        and its transaction with it (``end_run``)."""
         if to_state not in STATES or to_state == "running":
             raise TransitionNotAllowed(f"a run cannot end in state {to_state!r}")
         params = {
@@ -122,7 +129,7 @@ class RunRegistry:
             "evidence": self.redact(evidence),
             "lease_token": run.lease_token,
         }
-        ended = replace(
+        worked_out = replace(
             run,
             state=to_state,
             reason=self.reveal(stored(params["reason"])),
@@ -133,10 +140,15 @@ class RunRegistry:
             wake_at=None,
             wait_id=None,
             deadline_passed=False,
-            updated_at=datetime.now(UTC),  # this process's clock; Postgres sets its own
+            updated_at=datetime.now(UTC),  # until Postgres' own comes back (``ended``)
             started=None,
         )
-        return (sql.query("end_run"), jsonify(params), False), ended
+
+        def committed(rows: list[dict[str, Any]]) -> None:
+            if rows:
+                ended(self._run(rows[0]))
+
+        return (sql.query("end_run"), jsonify(params), committed), worked_out
 
     def _run(self, row: dict[str, Any]) -> Run:
         opened = {**row}

@@ -63,14 +63,14 @@ WITH moved AS (
         waiting_for = NULL, wake_at = NULL, wait_id = NULL, lease_owner = NULL,
         lease_expires_at = NULL
     WHERE thread_id = %(thread_id)s AND lease_token = %(lease_token)s
-    RETURNING thread_id
+    RETURNING *
 ), spent AS (
     UPDATE waystone.signals s SET consumed_at = clock_timestamp()
     FROM moved m
     WHERE s.thread_id = m.thread_id AND s.consumed_at IS NULL
       AND (s.reserved_for IS NOT NULL OR s.name = 'approval')
 )
-SELECT thread_id FROM moved;
+SELECT * FROM moved;
 
 -- name: claim
 -- A worker's claim: the oldest runnable run of the agents it has: queued; waiting with the
