@@ -6,6 +6,7 @@ step are never held)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
@@ -15,6 +16,7 @@ from tests.support.notes import claimed, registered
 from waystone import AgentSpec, Check, CheckResult, Runtime
 from waystone.checkpointing.database import jsonify
 from waystone.checkpointing.saver import WaystoneSaver
+from waystone.effects.ledger import Effect, Note
 from waystone.graph.state import REDUCED, AgentState
 from waystone.runs.registry import Run
 from waystone.sql import query
@@ -236,3 +238,37 @@ def test_a_run_writes_only_what_changes(runtime: Runtime) -> None:
                 written += 1
                 assert value != values.get(channel), (tup.metadata["step"], channel, value)
     assert written >= 10  # steps, action, ordinal, decision, receipt, confirmation, ... twice
+
+
+def test_a_statement_whose_rows_are_wanted_waits_for_the_next_save_with_what_follows_it(
+    runtime: Runtime, sql: psycopg.Connection[Any]
+) -> None:
+    """Writes that may not be held (an error here; a person's decision in a run) take the
+    held statements out with them, in a transaction LangGraph does not wait for. An intent
+    whose row execute wants waits for the next save instead, and so does what was ridden
+    after it: a receipt for the same key must not commit before the intent it updates."""
+    run = claimed(runtime)
+    thread_id, token = run.thread_id, run.lease_token
+    saver = _saver(runtime, run.agent)
+    saved = saver.put(
+        _fenced(run), empty_checkpoint(), {"source": "input", "step": 1, "parents": {}}, {}
+    )
+    config: Any = {"configurable": {**saved["configurable"], "lease_token": token}}
+    ledger = runtime.ledger
+    ledger.ride_intent(
+        key="k-order", thread_id=thread_id, ordinal=1, tool="note", args={}, fence=token
+    )
+    intent = Effect("k-order", thread_id, 1, "note", {}, "intent", 1, None, None, None,
+                    *[datetime.now(UTC)] * 2)  # fmt: skip
+    note = Note(thread_id, "effect-applied", "note applied", {"key": "k-order"})
+    ledger.update("k-order", "applied", receipt={"id": "r1"}, fence=token, note=note,
+                  current=intent)  # fmt: skip
+    saver.put_writes(config, [("__error__", RuntimeError("boom"))], "task-e", "~__pregel_pull, e")
+    effect = "SELECT status, receipt FROM waystone.effects WHERE key = 'k-order'"
+    assert sql.execute(effect).fetchone() is None  # both wait: the intent, then the receipt
+    saver.flush(thread_id)
+    assert sql.execute(effect).fetchone() == ("applied", {"id": "r1"})
+    events = "SELECT count(*) FROM waystone.run_events WHERE thread_id = %s AND kind = %s"
+    assert sql.execute(events, (thread_id, "effect-applied")).fetchone() == (1,)
+    assert ledger.opened("k-order", token, thread_id) is not None  # handed over once
+    assert ledger.opened("k-order", token, thread_id) is None

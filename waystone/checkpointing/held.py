@@ -49,6 +49,15 @@ def one_send(values: dict[str, Any]) -> bool:
     )
 
 
+def until_asked(statements: list[Statement]) -> tuple[list[Statement], list[Statement]]:
+    """``statements`` split before the first one whose rows are wanted (an answer): what
+    may go out now, and what must wait for a checkpoint, in order."""
+    for i, (_, _, how) in enumerate(statements):
+        if not isinstance(how, bool):
+            return statements[:i], statements[i:]
+    return statements, []
+
+
 class Held:
     """What a thread's next save commits with its own, in its transaction and before it:
     held checkpoints (their blobs and rows, as statements), statements that ride with the

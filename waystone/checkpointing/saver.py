@@ -73,6 +73,7 @@ from waystone.checkpointing.held import (
     Statement,
     may_hold,
     one_send,
+    until_asked,
 )
 from waystone.errors import LeaseLost
 from waystone.privacy.seal import SealedSerializer, Sealer
@@ -339,12 +340,13 @@ class WaystoneSaver(PostgresSaver):
                     return
         with self._held_lock:
             held = self._held.pop(where, None)  # a sibling's writes: out together, now
-            if held is not None and any(not isinstance(how, bool) for _, _, how in held.statements):
-                # statements whose rows are wanted wait for the next save: LangGraph does
-                # not wait for these writes before its next step, it waits for that save
-                asked = [st for st in held.statements if not isinstance(st[2], bool)]
-                held.statements = [st for st in held.statements if isinstance(st[2], bool)]
-                self._held[where] = Held(held.lease_token, [], asked)
+            if held is not None:
+                # a statement whose rows are wanted, and every statement after it (which may
+                # depend on it), wait for the next save: LangGraph does not wait for these
+                # writes before its next step; it waits for that save
+                held.statements, kept = until_asked(held.statements)
+                if kept:
+                    self._held[where] = Held(held.lease_token, [], kept)
         token = configurable.get(LEASE_KEY)
         held = self._own(held, int(token) if token is not None else None)
         with self._fenced(config):
