@@ -13,14 +13,16 @@ read from Postgres itself (rows a transaction writes carry its id, ``xmin``).
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import psycopg
 import pytest
 
 from tests.conftest import REFUND_INPUT, Cli
-from tests.support.notes import claimed
+from tests.support.notes import bench_storage, claimed
 from waystone import Runtime
+from waystone.effects.tools import RetryPolicy
 from waystone.errors import TransitionNotAllowed
 from waystone.examples.provider import ProviderProcess
 
@@ -151,6 +153,33 @@ def test_an_intent_the_provider_would_not_deduplicate_is_committed_by_execute(
             (thread_id, xmin),
         ).fetchone()
         assert in_checkpoints == (0,), tool  # its own commit
+
+
+def test_a_tool_allowed_one_attempt_commits_its_own_intent(
+    runtime: Runtime, sql: psycopg.Connection[Any]
+) -> None:
+    """A ridden intent found after a stop is applied as a second attempt: a tool allowed
+    only one would go to a person without any call, so its intent is execute's own. Seen
+    by the provider: whether the intent it is called for was committed with a checkpoint."""
+    spec = bench_storage.agent(1)
+    seen: list[bool] = []
+
+    def apply(args: dict[str, Any], key: str, timeout: float) -> dict[str, Any]:
+        row = sql.execute(
+            "SELECT e.xmin::text IN (SELECT c.xmin::text FROM checkpoints c "
+            "WHERE c.thread_id = e.thread_id) FROM waystone.effects e WHERE e.key = %s",
+            (key,),
+        ).fetchone()
+        assert row is not None
+        seen.append(bool(row[0]))
+        return {"id": key}
+
+    for attempts in (4, 1):
+        tool = replace(spec.tools["note"], apply=apply, retry=RetryPolicy(max_attempts=attempts))
+        agent = replace(spec, name=f"attempts{attempts}", tools={"note": tool})
+        runtime.register(agent)
+        assert runtime.invoke(agent.name, {}).state == "done"
+    assert seen == [True, False]  # ridden with authorize's checkpoint; then not
 
 
 def test_a_reconcilable_receipt_commits_with_executes_checkpoint(

@@ -74,14 +74,18 @@ def _approved(
     action's intent commits with this node's checkpoint, and execute calls the provider
     with no commit of its own first. A run stopped in between (a crash, a drain, a
     takeover) finds an intent that was never acted on, and applies it under its key: the
-    provider keeps one. Any other tool's execute commits its intent right before the call:
-    found later, an intent means "maybe called", which a lookup alone settles only after
-    the provider's deadline, and a tool without one only a person can settle."""
+    provider keeps one. That apply counts as a second attempt (the intent may have been
+    called, for all the ledger knows), so a tool allowed a single attempt does not ride:
+    it would go to a person without any call. Any other tool's execute commits its intent
+    right before the call: found later, an intent means "maybe called", which a lookup
+    alone settles only after the provider's deadline, and a tool without one only a
+    person can settle."""
     tool = ports.tool(action["tool"])
     scope = ports.scope(config)
     if (
         tool is not None
         and tool.idempotent_by_key
+        and tool.retry.max_attempts > 1
         and scope.fence is not None
         and ports.ledger.ride is not None
     ):
