@@ -15,12 +15,11 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphDrained
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import RunControl
-from langgraph.types import Command
 
 from waystone.agent import AgentSpec
 from waystone.agents import default_agents
 from waystone.approval import parse_decision
-from waystone.checkpointing.database import FENCE_SQL, Database, translate
+from waystone.checkpointing.database import FENCE_SQL, Database, meaning_of
 from waystone.checkpointing.migrations import migrate
 from waystone.checkpointing.saver import make_saver
 from waystone.config import Settings
@@ -30,11 +29,10 @@ from waystone.errors import (
     DatabaseUnavailable,
     LeaseLost,
     TransitionNotAllowed,
-    WaystoneError,
 )
-from waystone.graph.builder import build_graph, goto
+from waystone.graph.builder import build_graph
 from waystone.graph.ports import Ports
-from waystone.graph.state import applied
+from waystone.graph.reopen import reopen
 from waystone.privacy.keys import at_rest_sealer, load_key
 from waystone.privacy.seal import open_value
 from waystone.privacy.vault import Vault
@@ -47,15 +45,6 @@ from waystone.status import not_runnable, status_of
 logger = logging.getLogger(__name__)
 
 REQUEUABLE = ("failed", "needs-human")
-# The node that ended a run -> the node its requeue resumes after (so routing re-enters it):
-# execute again with the same action and key, confirm again, or ask again.
-RESUME_AS = {
-    "execute": "authorize",
-    "confirm": "execute",
-    "authorize": "propose",
-    "propose": "verify",
-    "verify": "verify",
-}
 
 
 class Runtime:
@@ -187,15 +176,12 @@ class Runtime:
         thread_id: str | None = None,
         key: str | None = None,
     ) -> RunStatus:
-        """Start a run and drive it in this process until it waits or ends: ``start``, then
-        ``run``, with the run created and claimed in one transaction (one commit less).
-
-        With ``key`` already used, the existing run is driven if it is runnable, and its
-        status comes back if it is not (another process holds it, it waits, it ended); with
-        another agent or input, or a ``thread_id`` already taken, it is refused as by
-        ``start``. A crash while it drives leaves the run running under a lease that
-        expires, then a worker (or ``run``) takes it up from its last checkpoint: pass
-        ``thread_id`` or ``key`` to know the run's id before it returns."""
+        """``start``, then ``run`` (until it waits or ends), with the run created and claimed
+        in one transaction: one commit less. With ``key`` already used, that run is driven
+        if it is runnable, and its status comes back if not (held elsewhere, waiting,
+        ended); another agent or input, or a taken ``thread_id``, is refused as by
+        ``start``. A crash while it drives leaves the run under a lease that expires, then
+        a worker (or ``run``) takes it up: pass ``thread_id`` or ``key`` to know its id."""
         new_id, text, clean = self._new(agent, input, goal, thread_id)
         claimed = self.registry.create_claimed(
             thread_id=new_id,
@@ -260,7 +246,7 @@ class Runtime:
                 self.registry.release(claimed.thread_id, claimed.lease_token)
                 logger.info("drained: finished the step and released the lease", extra=log)
             except Exception as exc:
-                meaning = _meaning(exc)
+                meaning = meaning_of(exc)
                 if isinstance(meaning, LeaseLost | DatabaseUnavailable):
                     if isinstance(meaning, LeaseLost):
                         logger.warning("stopped driving: %s", meaning, extra=log)
@@ -390,7 +376,11 @@ class Runtime:
             raise TransitionNotAllowed(
                 f"run {thread_id} is {run.state}; only failed or needs-human runs are requeued"
             )
-        self._reopen_graph(run)
+        reopen(
+            self.graph(run.agent),
+            self.agent(run.agent),
+            driver.graph_config(run.thread_id, lease_token=run.lease_token),
+        )
         # A person's action on a run nobody holds: it writes with the run's current token,
         # so a zombie that still thinks it holds the run stays fenced out.
         with self.db.transaction(fence=run.lease_token) as conn:
@@ -410,23 +400,6 @@ class Runtime:
                 conn=conn,
             )
         return self.status(thread_id)
-
-    def _reopen_graph(self, run: Run) -> None:
-        """A graph that ended with an outcome resumes just before the node that ended it."""
-        graph = self.graph(run.agent)
-        config = driver.graph_config(run.thread_id, lease_token=run.lease_token)
-        current = graph.get_state(config).values
-        outcome = current.get("outcome")
-        if not outcome or outcome.get("state") == "done":
-            return  # it stopped on an error: resuming re-runs the failed step as it is
-        as_node = RESUME_AS.get(outcome.get("at", "verify"), "verify")
-        values: dict[str, Any] = {"outcome": None}
-        if as_node in ("propose", "verify"):
-            values |= {"decision": None, "failure": None}
-        # as if ``as_node`` had just returned ``values``: routed as that node routes
-        nxt = goto(self.agent(run.agent), as_node, applied(current, values))
-        update = Command(update=values, goto=nxt)
-        graph.update_state(config, update, as_node=as_node)
 
     def status(self, thread_id: str) -> RunStatus:
         run = self.registry.get(thread_id)
@@ -523,19 +496,3 @@ class Runtime:
         from waystone.history import history
 
         return history(self, thread_id)
-
-
-def _meaning(exc: BaseException) -> WaystoneError | None:
-    """The Waystone error behind an exception raised through LangGraph, if any."""
-    import psycopg
-
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, WaystoneError):
-            return seen
-        if isinstance(seen, psycopg.DatabaseError):
-            translated = translate(seen)
-            if isinstance(translated, WaystoneError):
-                return translated
-        seen = seen.__cause__ or seen.__context__
-    return None

@@ -20,7 +20,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from waystone import sql
 from waystone.checkpointing import embedded
 from waystone.config import Settings
-from waystone.errors import DatabaseUnavailable, LeaseLost, TransitionNotAllowed
+from waystone.errors import DatabaseUnavailable, LeaseLost, TransitionNotAllowed, WaystoneError
 
 logger = logging.getLogger(__name__)
 
@@ -218,3 +218,17 @@ def _redact(url: str) -> str:
         return "<unparseable url>"
     info.pop("password", None)
     return psycopg.conninfo.make_conninfo(**{k: str(v) for k, v in info.items()})
+
+
+def meaning_of(exc: BaseException) -> WaystoneError | None:
+    """The Waystone error behind an exception raised through LangGraph, if any."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, WaystoneError):
+            return seen
+        if isinstance(seen, psycopg.DatabaseError):
+            translated = translate(seen)
+            if isinstance(translated, WaystoneError):
+                return translated
+        seen = seen.__cause__ or seen.__context__
+    return None

@@ -40,11 +40,10 @@ the same saver.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
 
@@ -75,6 +74,7 @@ from waystone.checkpointing.held import (
     one_send,
     until_asked,
 )
+from waystone.checkpointing.in_threads import InThreads
 from waystone.errors import LeaseLost
 from waystone.privacy.seal import SealedSerializer, Sealer
 
@@ -84,7 +84,7 @@ Finisher = Callable[[dict[str, Any]], list[Statement] | None]
 LATEST_KEPT = 4096  # threads whose latest checkpoint id this process remembers
 
 
-class WaystoneSaver(PostgresSaver):
+class WaystoneSaver(InThreads, PostgresSaver):
     """``redact`` (the vault's) runs over every checkpoint value, the inline primitives
     LangGraph keeps as plain JSONB, the metadata and every pending write, before they are
     written: personal data never reaches LangGraph's tables."""
@@ -454,55 +454,6 @@ class WaystoneSaver(PostgresSaver):
         with self._transaction() as conn:
             conn.execute(sql.query("delete_writes_for_runs"), {"run_ids": ids})
             conn.execute(sql.query("delete_checkpoints_for_runs"), {"run_ids": ids})
-
-    # -- async: the sync methods in a worker thread ------------------------------------
-
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await asyncio.to_thread(self.get_tuple, config)
-
-    async def alist(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> AsyncIterator[CheckpointTuple]:
-        items = await asyncio.to_thread(
-            lambda: list(self.list(config, filter=filter, before=before, limit=limit))
-        )
-        for item in items:
-            yield item
-
-    async def aput(
-        self,
-        config: RunnableConfig,
-        checkpoint: Checkpoint,
-        metadata: CheckpointMetadata,
-        new_versions: ChannelVersions,
-    ) -> RunnableConfig:
-        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
-
-    async def aput_writes(
-        self,
-        config: RunnableConfig,
-        writes: Sequence[tuple[str, Any]],
-        task_id: str,
-        task_path: str = "",
-    ) -> None:
-        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
-
-    async def adelete_thread(self, thread_id: str) -> None:
-        await asyncio.to_thread(self.delete_thread, thread_id)
-
-    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
-
-    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        await asyncio.to_thread(self.delete_for_runs, run_ids)
-
-    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
 
 
 def _where(config: RunnableConfig) -> tuple[str, str]:

@@ -145,13 +145,7 @@ class Ledger:
         statement goes out only with a checkpoint (or a flush), never with pending writes
         that LangGraph does not wait for (see the saver's ``put_writes``)."""
         assert self.ride is not None, "riding needs the saver's ride"
-        params = {
-            "key": key,
-            "thread_id": thread_id,
-            "ordinal": ordinal,
-            "tool": tool,
-            "args": self.redact(args),
-        }
+        params = self._intent_params(key, thread_id, ordinal, tool, args)
 
         def inserted(rows: list[dict[str, Any]]) -> None:
             if not rows:  # the key was there already: perform reads what it holds
@@ -199,14 +193,19 @@ class Ledger:
         fence: int | None,
     ) -> dict[str, Any] | None:
         return self.db.fetch_one(
-            query,
-            fence=fence,
-            key=key,
-            thread_id=thread_id,
-            ordinal=ordinal,
-            tool=tool,
-            args=self.redact(args),
+            query, fence=fence, **self._intent_params(key, thread_id, ordinal, tool, args)
         )
+
+    def _intent_params(
+        self, key: str, thread_id: str, ordinal: int, tool: str, args: dict[str, Any]
+    ) -> dict[str, Any]:
+        return {
+            "key": key,
+            "thread_id": thread_id,
+            "ordinal": ordinal,
+            "tool": tool,
+            "args": self.redact(args),
+        }
 
     def update(
         self,
