@@ -243,6 +243,14 @@ class Runtime:
                     control=control,
                 )
             except GraphDrained:
+                # an intent that rode with authorize's checkpoint, and that execute never
+                # took, was never called: handed back, it counts no attempt
+                untaken = self.ledger.untaken(claimed.thread_id, claimed.lease_token)
+                try:
+                    if untaken:
+                        self.ledger.hand_back(claimed.thread_id, claimed.lease_token, untaken)
+                except Exception:  # only an attempt count: the release matters more
+                    logger.warning("could not hand back %s", untaken, extra=log, exc_info=True)
                 self.registry.release(claimed.thread_id, claimed.lease_token)
                 logger.info("drained: finished the step and released the lease", extra=log)
             except Exception as exc:
@@ -260,6 +268,8 @@ class Runtime:
                     from_states=("running",),
                     lease_token=claimed.lease_token,
                 )
+            finally:  # a hand-over nothing took under this lease never will
+                self.ledger.untaken(claimed.thread_id, claimed.lease_token)
         return None
 
     def fork(

@@ -18,13 +18,15 @@ from typing import Any
 
 import psycopg
 import pytest
+from langgraph.runtime import RunControl
 
 from tests.conftest import REFUND_INPUT, Cli
 from tests.support.notes import bench_storage, claimed
 from waystone import Runtime
 from waystone.effects.tools import RetryPolicy
-from waystone.errors import TransitionNotAllowed
+from waystone.errors import TransientError, TransitionNotAllowed
 from waystone.examples.provider import ProviderProcess
+from waystone.policy import PolicyDecision
 
 SMALL = {**REFUND_INPUT, "amount": "40.00"}  # under the approval threshold: no wait
 UNSAFE = {"WAYSTONE_AGENTS": "tests.support.unsafe:build"}
@@ -180,6 +182,48 @@ def test_a_tool_allowed_one_attempt_commits_its_own_intent(
         runtime.register(agent)
         assert runtime.invoke(agent.name, {}).state == "done"
     assert seen == [True, False]  # ridden with authorize's checkpoint; then not
+
+
+def test_a_drain_between_authorize_and_execute_costs_no_attempt(
+    runtime: Runtime, sql: psycopg.Connection[Any]
+) -> None:
+    """Drained right after authorize's checkpoint (a deploy), the run hands back the intent
+    that rode with it: never called, it counts no attempt, and the resumed run has the
+    tool's whole budget. Here two attempts, the first failing transiently: counted as a
+    second and a third, the run would go to a person."""
+    spec = bench_storage.agent(1)
+    control = RunControl()
+    calls: list[str] = []
+
+    class DrainingPolicy:
+        def decide(self, tool: str, risk: str, args: dict[str, Any]) -> PolicyDecision:
+            control.request_drain("deploy")  # the step finishes, then the run stops
+            return PolicyDecision("allow", "harmless")
+
+    def apply(args: dict[str, Any], key: str, timeout: float) -> dict[str, Any]:
+        calls.append(key)
+        if len(calls) == 1:
+            raise TransientError("503 from the provider")
+        return {"id": key}
+
+    tool = replace(
+        spec.tools["note"], apply=apply, retry=RetryPolicy(max_attempts=2, base_delay_s=0.01)
+    )
+    agent = replace(spec, name="drained", tools={"note": tool}, policy=DrainingPolicy())
+    runtime.register(agent)
+    thread_id = runtime.start(agent.name, {}).thread_id
+    run = runtime.registry.claim(owner="deploying", lease_seconds=30, thread_id=thread_id)
+    assert run is not None
+    assert runtime.drive(run, control) is None  # drained
+    assert calls == []
+    assert _intents(sql, thread_id)[0][1:3] == ("intent", 0)  # handed back
+    assert _event_count(sql, thread_id, "intent-handed-back") == 1
+
+    runtime.register(replace(agent, policy=spec.policy))
+    status = runtime.run(thread_id)
+    assert status.state == "done", status
+    assert len(calls) == 2 and len(set(calls)) == 1  # two attempts, one key
+    assert _intents(sql, thread_id)[0][1:3] == ("confirmed", 2)
 
 
 def test_a_reconcilable_receipt_commits_with_executes_checkpoint(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -166,6 +166,31 @@ class Ledger:
         if found is None or fence is None or found[0] != fence:
             return None
         return self._wrote(found[1], fence, thread_id)
+
+    def untaken(self, thread_id: str, fence: int) -> list[str]:
+        """The keys of the intents :meth:`ride_intent` inserted for run ``thread_id`` under
+        lease ``fence`` that no perform took (the provider was not called for them under
+        that lease), forgotten here: for a run that stops driving."""
+        with self._lock:
+            found = [k for k, (f, _) in self._opened.items() if k[0] == thread_id and f == fence]
+            for k in found:
+                del self._opened[k]
+        return [key for _, key in found]
+
+    def hand_back(self, thread_id: str, fence: int, keys: Sequence[str]) -> list[str]:
+        """Count the intents ``keys`` (see :meth:`untaken`) as no attempt: the run stopped
+        between authorize, whose checkpoint they rode with, and execute (a drain), so the
+        provider was never called for them. The next perform applies such an intent under
+        its key as its first attempt, not its second. Only an intent still at its first
+        count changes. Returns the keys changed."""
+        rows = self.db.fetch_all(
+            "hand_back_intents",
+            fence=fence,
+            thread_id=thread_id,
+            keys=list(keys),
+            lease_token=fence,
+        )
+        return [str(r["key"]) for r in rows]
 
     def record_intent(
         self,

@@ -72,11 +72,12 @@ def _approved(
 ) -> dict[str, Any]:
     """``update``, approving ``action``. When the provider deduplicates on the key, the
     action's intent commits with this node's checkpoint, and execute calls the provider
-    with no commit of its own first. A run stopped in between (a crash, a drain, a
-    takeover) finds an intent that was never acted on, and applies it under its key: the
-    provider keeps one. That apply counts as a second attempt (the intent may have been
-    called, for all the ledger knows), so a tool allowed a single attempt does not ride:
-    it would go to a person without any call. Any other tool's execute commits its intent
+    with no commit of its own first. A run stopped in between finds an intent that was
+    never acted on, and applies it under its key: the provider keeps one. A drained run
+    hands the intent back (see ``Ledger.hand_back``), so that apply is its first attempt;
+    after a crash or a takeover it counts as a second (the intent may have been called,
+    for all the ledger knows), so a tool allowed a single attempt does not ride: it would
+    go to a person without any call. Any other tool's execute commits its intent
     right before the call: found later, an intent means "maybe called", which a lookup
     alone settles only after the provider's deadline, and a tool without one only a
     person can settle."""

@@ -299,6 +299,26 @@ VALUES (%(key)s, %(thread_id)s, %(ordinal)s, %(tool)s, %(args)s, 'intent', 1)
 ON CONFLICT (key) DO NOTHING
 RETURNING *;
 
+-- name: hand_back_intents
+-- A run that stopped between authorize and execute (drained) hands back the intents that
+-- rode with authorize's checkpoint and that no execute took: the provider was never
+-- called for them, so they count no attempt, and the next execute's is the first. Each
+-- is noted on the run's history, in the same statement.
+WITH handed AS (
+    UPDATE waystone.effects
+    SET attempts = 0, updated_at = clock_timestamp()
+    WHERE key = ANY(%(keys)s) AND thread_id = %(thread_id)s AND status = 'intent'
+      AND attempts = 1
+    RETURNING key, tool
+), noted AS (
+    INSERT INTO waystone.run_events (thread_id, kind, reason, evidence, actor, lease_token)
+    SELECT %(thread_id)s, 'intent-handed-back',
+           'stopped before execute: ' || tool || ' was not called, so this counts no attempt',
+           jsonb_build_object('key', key, 'tool', tool), 'waystone', %(lease_token)s
+    FROM handed
+)
+SELECT key FROM handed;
+
 -- name: update_effect
 UPDATE waystone.effects
 SET status = %(status)s,
