@@ -243,16 +243,12 @@ class Runtime:
                     control=control,
                 )
             except GraphDrained:
-                # an intent that rode with authorize's checkpoint, and that execute never
-                # took, was never called: handed back, it counts no attempt
-                untaken = self.ledger.untaken(claimed.thread_id, claimed.lease_token)
-                try:
-                    if untaken:
-                        self.ledger.hand_back(claimed.thread_id, claimed.lease_token, untaken)
-                except Exception:  # only an attempt count: the release matters more
-                    logger.warning("could not hand back %s", untaken, extra=log, exc_info=True)
-                self.registry.release(claimed.thread_id, claimed.lease_token)
-                logger.info("drained: finished the step and released the lease", extra=log)
+                # intents ridden with authorize's checkpoint, never called: no attempt
+                handed, untaken = self.ledger.hand_back(claimed.thread_id, claimed.lease_token)
+                released = self.registry.release(claimed.thread_id, claimed.lease_token)
+                how = "released" if released else "had already lost"
+                msg = "drained: finished the step, %s the lease, handed back %d of %d intents"
+                logger.info(msg, how, handed, untaken, extra=log)
             except Exception as exc:
                 meaning = meaning_of(exc)
                 if isinstance(meaning, LeaseLost | DatabaseUnavailable):
@@ -288,14 +284,8 @@ class Runtime:
         """
         source = self.registry.get(thread_id)
         self.agent(source.agent)
-        if at is not None:
-            with self.db.connection() as conn:
-                found = conn.execute(
-                    "SELECT 1 FROM checkpoints WHERE thread_id = %s AND checkpoint_id = %s",
-                    (thread_id, at),
-                ).fetchone()
-            if found is None:
-                raise BadInput(f"run {thread_id} has no checkpoint {at!r} (see `waystone history`)")
+        if at is not None and not self.db.fetch_one("has_checkpoint", thread_id=thread_id, at=at):
+            raise BadInput(f"run {thread_id} has no checkpoint {at!r} (see `waystone history`)")
         target = new_thread_id or f"{source.agent}-{uuid.uuid4().hex[:12]}"
         # one transaction: the fork becomes runnable (and a worker is woken) only with its
         # checkpoints, so no worker can start it from the beginning

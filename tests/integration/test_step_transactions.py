@@ -226,6 +226,25 @@ def test_a_drain_between_authorize_and_execute_costs_no_attempt(
     assert _intents(sql, thread_id)[0][1:3] == ("confirmed", 2)
 
 
+def test_only_an_intent_never_called_is_handed_back(
+    runtime: Runtime, sql: psycopg.Connection[Any]
+) -> None:
+    """An untaken hand-over whose row was counted again since (execute read the ledger
+    before the ride's answer came, and called through record_intent) keeps its count;
+    one still at its first count is handed back. Each hand-over is forgotten once asked."""
+    run = claimed(runtime)
+    ledger, lease = runtime.ledger, run.lease_token
+    for ordinal, called in ((1, True), (2, False)):
+        intent = {"thread_id": run.thread_id, "ordinal": ordinal, "tool": "note"}
+        ledger.ride_intent(key=f"k{ordinal}-{run.thread_id}", args={}, fence=lease, **intent)
+        runtime.saver.flush(run.thread_id)  # committed: the ride's answer keeps the row
+        if called:
+            ledger.record_intent(key=f"k1-{run.thread_id}", args={}, fence=lease, **intent)
+    assert ledger.hand_back(run.thread_id, lease) == (1, 2)
+    assert [r[1:3] for r in _intents(sql, run.thread_id)] == [("intent", 2), ("intent", 0)]
+    assert ledger.hand_back(run.thread_id, lease) == (0, 0)  # forgotten
+
+
 def test_a_reconcilable_receipt_commits_with_executes_checkpoint(
     cli: Cli, provider: ProviderProcess, sql: psycopg.Connection[Any]
 ) -> None:

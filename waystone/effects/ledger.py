@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -12,6 +13,8 @@ from typing import Any
 from waystone import sql
 from waystone.checkpointing.database import Database, jsonify, stored
 from waystone.checkpointing.held import Statement
+
+logger = logging.getLogger(__name__)
 
 Rider = Callable[[str, int, list[Statement]], None]  # (thread, lease token, statements)
 
@@ -177,20 +180,29 @@ class Ledger:
                 del self._opened[k]
         return [key for _, key in found]
 
-    def hand_back(self, thread_id: str, fence: int, keys: Sequence[str]) -> list[str]:
-        """Count the intents ``keys`` (see :meth:`untaken`) as no attempt: the run stopped
-        between authorize, whose checkpoint they rode with, and execute (a drain), so the
-        provider was never called for them. The next perform applies such an intent under
-        its key as its first attempt, not its second. Only an intent still at its first
-        count changes. Returns the keys changed."""
-        rows = self.db.fetch_all(
-            "hand_back_intents",
-            fence=fence,
-            thread_id=thread_id,
-            keys=list(keys),
-            lease_token=fence,
-        )
-        return [str(r["key"]) for r in rows]
+    def hand_back(self, thread_id: str, fence: int) -> tuple[int, int]:
+        """Count the :meth:`untaken` intents of run ``thread_id`` under lease ``fence`` as
+        no attempt: the run stopped between authorize, whose checkpoint they rode with, and
+        execute (a drain), so the provider was never called for them. The next perform
+        applies such an intent under its key as its first attempt, not its second. Best
+        effort (only a count is at stake): returns how many changed, of how many untaken.
+
+        Only an intent still at its first count changes, and that is what makes this safe:
+        an untaken entry exists only where this lease's ride inserted the row (at one
+        attempt), and any call that did not take it first went through
+        :meth:`record_intent`, which counted a second (an entry answered after execute had
+        read the ledger). Such a row, or one applied since, is left as it is."""
+        keys = self.untaken(thread_id, fence)
+        if not keys:
+            return 0, 0
+        try:
+            rows = self.db.fetch_all(
+                "hand_back_intents", fence=fence, thread_id=thread_id, keys=keys, lease_token=fence
+            )
+        except Exception:
+            logger.warning("could not hand back %s", keys, exc_info=True)
+            return 0, len(keys)
+        return len(rows), len(keys)
 
     def record_intent(
         self,

@@ -364,6 +364,11 @@ RETURNING key, status;
 SELECT extract(epoch FROM clock_timestamp() - updated_at)::float8 AS age
 FROM waystone.effects WHERE key = %(key)s;
 
+-- name: has_checkpoint
+-- Whether a run has the checkpoint a fork names.
+SELECT 1 AS found FROM public.checkpoints WHERE thread_id = %(thread_id)s AND checkpoint_id = %(at)s
+LIMIT 1;
+
 -- name: copy_checkpoints
 -- Copy a thread's checkpoints (up to and including %(until)s, when given) to another.
 INSERT INTO public.checkpoints
