@@ -1,6 +1,7 @@
 """What a claim costs with a backlog: median ms of a worker's claim (the next run of its
 agent) and of a named one, with no other runs, then with ``--backlog`` queued runs of that
-agent waiting, then with the backlog another agent's.
+agent waiting, then with the backlog another agent's: queued, then overdue (waits past their
+deadline, then leases long expired).
 
     python scripts/bench_claim.py [--backlog 20000]
 
@@ -22,6 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_storage  # noqa: E402
 
 from waystone import Runtime, Settings  # noqa: E402
+
+OVERDUE = {
+    "due_waits": "state = 'waiting', waiting_for = 'x', wake_at = now() - interval '1 h'",
+    "expired_leases": "state = 'running', lease_expires_at = now() - interval '1 h'",
+}
 
 
 def claims(rt: Runtime, agent: str, named: bool, samples: int = 100) -> float:
@@ -85,6 +91,21 @@ def main() -> int:
             report[f"other_agents_backlog_{args.backlog}_ms"] = {
                 "any": claims(rt, spec.name, False)
             }
+            # the same runs overdue: waits past their deadline, then leases long expired
+            # (an agent no worker serves any more), put in place with the triggers off
+            for name, moved in OVERDUE.items():
+                with rt.db.transaction() as conn:
+                    conn.execute("ALTER TABLE waystone.runs DISABLE TRIGGER USER")
+                    conn.execute(
+                        f"UPDATE waystone.runs SET {moved} WHERE thread_id LIKE %s",
+                        (prefix + "%",),
+                    )
+                    conn.execute("ALTER TABLE waystone.runs ENABLE TRIGGER USER")
+                with rt.db.connection() as conn:
+                    conn.execute("VACUUM ANALYZE waystone.runs")
+                report[f"other_agents_{name}_{args.backlog}_ms"] = {
+                    "any": claims(rt, spec.name, False)
+                }
         finally:
             with rt.db.connection() as conn:
                 conn.execute("DELETE FROM waystone.runs WHERE thread_id LIKE %s", (prefix + "%",))

@@ -84,6 +84,39 @@ def test_a_worker_for_some_agents_never_reads_past_other_agents_backlog(
     assert oldest is not None and oldest.thread_id == "backlog-1"
 
 
+@pytest.mark.parametrize(
+    ("kind", "moved"),
+    [
+        ("due waits", "state = 'waiting', waiting_for = 'x', wake_at = now() - interval '1 h'"),
+        ("expired leases", "state = 'running', lease_expires_at = now() - interval '1 h'"),
+    ],
+)
+def test_a_worker_never_reads_past_other_agents_due_waits_or_expired_leases(
+    runtime: Runtime, sql: psycopg.Connection[Any], kind: str, moved: str
+) -> None:
+    """An agent no worker serves any more may leave many runs overdue (waits past their
+    deadline, leases long expired): each agent's are found through its own index. The
+    backlog is put in place directly, with the state machine's trigger off."""
+    spec = registered(runtime)
+    _backlog(sql, "someone-else")
+    with sql.transaction():
+        sql.execute("ALTER TABLE waystone.runs DISABLE TRIGGER USER")
+        sql.execute(f"UPDATE waystone.runs SET {moved} WHERE agent = 'someone-else'")
+        sql.execute("ALTER TABLE waystone.runs ENABLE TRIGGER USER")
+    sql.execute("ANALYZE waystone.runs")
+    mine = runtime.start(spec.name, {}).thread_id
+    for agents in ([spec.name], [spec.name, "another"]):
+        plan = _claim_plan(sql, thread_id=None, agents=agents)
+        assert _most_rows(plan) <= HANDFUL, (kind, json.dumps(plan)[:2000])
+    next_wake = "EXPLAIN (ANALYZE, FORMAT JSON) " + queries.query("next_wake")
+    found = psycopg.ClientCursor(sql).execute(next_wake, {"agents": [spec.name]}).fetchone()
+    assert found is not None and _most_rows(found[0][0]["Plan"]) <= HANDFUL, kind
+    taken = runtime.registry.claim(owner="test", lease_seconds=30, agents=[spec.name])
+    assert taken is not None and taken.thread_id == mine
+    theirs = runtime.registry.claim(owner="test", lease_seconds=30, agents=["someone-else"])
+    assert theirs is not None and theirs.thread_id.startswith("backlog-"), kind
+
+
 def test_the_oldest_runnable_run_of_any_kind_is_taken_first(
     runtime: Runtime, sql: psycopg.Connection[Any]
 ) -> None:

@@ -124,6 +124,12 @@ def test_a_database_at_the_baseline_is_upgraded_to_what_a_fresh_one_has(
         "evidence = '{\"interrupt_id\": \"i-1\"}' WHERE thread_id = 'waits'"
     )
     sql.execute("DROP INDEX waystone.runs_queued_agent_idx")  # what 0002 adds
+    for index in ("runs_wake_agent_idx", "runs_lease_agent_idx"):  # 0004's, and what it drops
+        sql.execute(f"DROP INDEX waystone.{index}")
+    sql.execute("CREATE INDEX runs_wake_idx ON waystone.runs (wake_at) WHERE state = 'waiting'")
+    sql.execute(
+        "CREATE INDEX runs_lease_idx ON waystone.runs (lease_expires_at) WHERE state = 'running'"
+    )
     sql.execute("DROP FUNCTION waystone.each_agent")
     sql.execute("ALTER TABLE waystone.runs DROP COLUMN wait_id")
     for function in ("check_fence", "check_transition", "notify_runnable"):  # 0003's
@@ -135,7 +141,7 @@ def test_a_database_at_the_baseline_is_upgraded_to_what_a_fresh_one_has(
     sql.execute("INSERT INTO waystone_schema_version (version) VALUES (1)")
     db = Database.open(Settings(database_url=database_url))
     try:
-        assert migrate(db) == latest_version() == 3
+        assert migrate(db) == latest_version() == 4
     finally:
         db.close()
     assert [sorted(sql.execute(q).fetchall()) for q in queries] == fresh

@@ -379,10 +379,9 @@ class RunRegistry:
         """Hand the lease back (no state change); the next claim takes the run at once."""
         return bool(self.db.execute("release", thread_id=thread_id, lease_token=lease_token))
 
-    def seconds_to_next_wake(self, agents: list[str] | None = None) -> float | None:
-        """Seconds until the first waiting run of ``agents`` (``None``: any) is due
-        (negative: overdue), by the database's clock; ``None`` when none waits with a
-        deadline."""
+    def seconds_to_next_wake(self, agents: list[str]) -> float | None:
+        """Seconds until the first waiting run of ``agents`` is due (negative: overdue), by
+        the database's clock; ``None`` when none waits with a deadline."""
         row = self.db.fetch_one("next_wake", agents=agents)
         return row["due_in"] if row else None
 

@@ -102,11 +102,21 @@ WITH heads AS (
     LIMIT 1
     FOR NO KEY UPDATE SKIP LOCKED
 ), due AS (
+    -- the first due waits of each of its agents, through runs_wake_agent_idx: never
+    -- reading past another agent's overdue waits (an agent no worker serves any more)
     SELECT r.thread_id, r.state, r.lease_owner, r.updated_at
     FROM waystone.runs r
-    WHERE r.state = 'waiting'
-      AND r.wake_at <= statement_timestamp()
-      AND r.agent = ANY(%(agents)s::text[])
+    WHERE r.thread_id = ANY(ARRAY(
+            SELECT d.thread_id
+            FROM waystone.each_agent(%(agents)s::text[]) AS a(agent)
+            CROSS JOIN LATERAL (
+                SELECT x.thread_id FROM waystone.runs x
+                WHERE x.state = 'waiting' AND x.agent = a.agent
+                  AND x.wake_at <= statement_timestamp()
+                ORDER BY x.wake_at
+                LIMIT 8
+            ) d))
+      AND r.state = 'waiting' AND r.wake_at <= statement_timestamp()
     ORDER BY r.wake_at
     LIMIT 1
     FOR NO KEY UPDATE SKIP LOCKED
@@ -120,11 +130,23 @@ WITH heads AS (
     LIMIT 1
     FOR NO KEY UPDATE OF r SKIP LOCKED
 ), expired AS (
+    -- the first expired leases of each of its agents, through runs_lease_agent_idx (a
+    -- lease given back expires at once; one never set counts as expired)
     SELECT r.thread_id, r.state, r.lease_owner, r.updated_at
     FROM waystone.runs r
-    WHERE r.state = 'running'
+    WHERE r.thread_id = ANY(ARRAY(
+            SELECT e.thread_id
+            FROM waystone.each_agent(%(agents)s::text[]) AS a(agent)
+            CROSS JOIN LATERAL (
+                SELECT x.thread_id FROM waystone.runs x
+                WHERE x.state = 'running' AND x.agent = a.agent
+                  AND (x.lease_expires_at IS NULL
+                       OR x.lease_expires_at < statement_timestamp())
+                ORDER BY x.lease_expires_at NULLS FIRST
+                LIMIT 8
+            ) e))
+      AND r.state = 'running'
       AND (r.lease_expires_at IS NULL OR r.lease_expires_at < statement_timestamp())
-      AND r.agent = ANY(%(agents)s::text[])
     ORDER BY r.lease_expires_at NULLS FIRST
     LIMIT 1
     FOR NO KEY UPDATE SKIP LOCKED
@@ -209,11 +231,16 @@ WHERE thread_id = %(thread_id)s AND lease_token = %(lease_token)s AND state = 'r
 RETURNING thread_id;
 
 -- name: next_wake
--- Seconds until the first waiting run of these agents (NULL: any) is due, by the
--- database's clock (never a worker's).
-SELECT extract(epoch FROM min(wake_at) - clock_timestamp())::float8 AS due_in
-FROM waystone.runs
-WHERE state = 'waiting' AND (%(agents)s::text[] IS NULL OR agent = ANY(%(agents)s));
+-- Seconds until the first waiting run of these agents is due, by the database's clock
+-- (never a worker's): each agent's first deadline, through runs_wake_agent_idx.
+SELECT extract(epoch FROM min(w.wake_at) - clock_timestamp())::float8 AS due_in
+FROM waystone.each_agent(%(agents)s::text[]) AS a(agent)
+CROSS JOIN LATERAL (
+    SELECT r.wake_at FROM waystone.runs r
+    WHERE r.state = 'waiting' AND r.agent = a.agent AND r.wake_at IS NOT NULL
+    ORDER BY r.wake_at
+    LIMIT 1
+) w;
 
 -- name: bounded
 -- This transaction's waits for a lock and its statements are cut off after %(limit)s

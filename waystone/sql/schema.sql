@@ -48,8 +48,11 @@ CREATE TABLE waystone.runs (
 
 CREATE INDEX runs_state_idx ON waystone.runs (state, updated_at);
 CREATE INDEX runs_queued_agent_idx ON waystone.runs (agent, updated_at, thread_id) WHERE state = 'queued';
-CREATE INDEX runs_wake_idx ON waystone.runs (wake_at) WHERE state = 'waiting';
-CREATE INDEX runs_lease_idx ON waystone.runs (lease_expires_at) WHERE state = 'running';
+-- A worker finds its agents' first due waits and first expired leases through these,
+-- one agent at a time: never reading past another agent's (the claim's due and expired).
+CREATE INDEX runs_wake_agent_idx ON waystone.runs (agent, wake_at) WHERE state = 'waiting';
+CREATE INDEX runs_lease_agent_idx ON waystone.runs (agent, lease_expires_at NULLS FIRST)
+    WHERE state = 'running';
 
 -- The agents of a worker's claim, one per row. A function so the planner counts them as
 -- few (ROWS 2; a worker serves a few agents): with unnest's default estimate of 10, the
