@@ -4,6 +4,7 @@ runnable run of any kind (queued, due, signalled, or with an expired lease)."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -20,12 +21,14 @@ HANDFUL = 10  # rows any node of a claim's plan may read (8 queued heads per age
 PAST = datetime.now(UTC) - timedelta(hours=1)
 
 
-def _backlog(conn: psycopg.Connection[Any], agent: str, n: int = BACKLOG) -> None:
+def _backlog(
+    conn: psycopg.Connection[Any], agent: str, n: int = BACKLOG, prefix: str = "backlog-"
+) -> None:
     conn.execute(
         "INSERT INTO waystone.runs (thread_id, agent, goal, input, state, reason) "
-        "SELECT 'backlog-' || g, %s, 'g', '{}'::jsonb, 'queued', 'backlog' "
+        "SELECT %s || g, %s, 'g', '{}'::jsonb, 'queued', 'backlog' "
         "FROM generate_series(1, %s) g",
-        (agent, n),
+        (prefix, agent, n),
     )
     conn.execute("ANALYZE waystone.runs")
 
@@ -84,35 +87,89 @@ def test_a_worker_for_some_agents_never_reads_past_other_agents_backlog(
     assert oldest is not None and oldest.thread_id == "backlog-1"
 
 
+def _generic_claim_plan(conn: psycopg.Connection[Any], agents: list[str]) -> dict[str, Any]:
+    """The plan of a worker's claim as Postgres reuses it: generic, made without the
+    parameters' values (``plan_cache_mode``), with the statistics of when it was made."""
+    names: list[str] = []
+
+    def numbered(found: re.Match[str]) -> str:
+        if found.group(1) not in names:
+            names.append(found.group(1))
+        return f"${names.index(found.group(1)) + 1}"
+
+    text = re.sub(r"%\((\w+)\)s", numbered, queries.query("claim"))
+    args: dict[str, Any] = {"agents": agents, "owner": "test", "lease_seconds": 30}
+    args["reason"] = "claimed"
+    conn.execute("SET plan_cache_mode = force_generic_plan")
+    conn.execute(f"PREPARE generic_claim ({', '.join(CLAIM_TYPES[n] for n in names)}) AS {text}")
+    try:
+        with conn.transaction(force_rollback=True):
+            values = ", ".join(f"%({n})s::{CLAIM_TYPES[n]}" for n in names)
+            explained = "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE generic_claim (" + values + ")"
+            row = psycopg.ClientCursor(conn).execute(explained, args).fetchone()
+    finally:
+        conn.execute("DEALLOCATE generic_claim")
+        conn.execute("RESET plan_cache_mode")
+    assert row is not None
+    plan: dict[str, Any] = row[0][0]["Plan"]
+    return plan
+
+
+CLAIM_TYPES = {"agents": "text[]", "owner": "text", "lease_seconds": "float8", "reason": "text"}
+
+
 @pytest.mark.parametrize(
-    ("kind", "moved"),
+    ("kind", "later", "now"),
     [
-        ("due waits", "state = 'waiting', waiting_for = 'x', wake_at = now() - interval '1 h'"),
-        ("expired leases", "state = 'running', lease_expires_at = now() - interval '1 h'"),
+        (
+            "due waits",
+            "state = 'waiting', waiting_for = 'x', wake_at = now() + interval '1 h'",
+            "wake_at = now() - interval '1 h'",
+        ),
+        (
+            "expired leases",
+            "state = 'running', lease_expires_at = now() + interval '1 h'",
+            "lease_expires_at = now() - interval '1 h'",
+        ),
     ],
 )
 def test_a_worker_never_reads_past_other_agents_due_waits_or_expired_leases(
-    runtime: Runtime, sql: psycopg.Connection[Any], kind: str, moved: str
+    runtime: Runtime, sql: psycopg.Connection[Any], kind: str, later: str, now: str
 ) -> None:
     """An agent no worker serves any more may leave many runs overdue (waits past their
-    deadline, leases long expired): each agent's are found through its own index. The
-    backlog is put in place directly, with the state machine's trigger off."""
+    deadline, leases long expired): each agent's are found through its own index, and
+    never by reading the worker's own agent's runs that are not due (as many waits with a
+    deadline ahead, and live leases). Planned as a claim is reused too: generic, with
+    statistics from before the other agent's runs fell due (nothing is written when a
+    deadline passes, so nothing makes Postgres analyze or plan again). The backlogs are
+    put in place directly, with the state machine's trigger off."""
     spec = registered(runtime)
     _backlog(sql, "someone-else")
+    _backlog(sql, spec.name, prefix="mine-")
+    mine_later = (
+        "CASE WHEN thread_id LIKE '%0' THEN 'running' ELSE 'waiting' END, "
+        "wake_at = now() + interval '1 h', lease_expires_at = now() + interval '1 h'"
+    )
     with sql.transaction():
         sql.execute("ALTER TABLE waystone.runs DISABLE TRIGGER USER")
-        sql.execute(f"UPDATE waystone.runs SET {moved} WHERE agent = 'someone-else'")
+        sql.execute(f"UPDATE waystone.runs SET {later} WHERE agent = 'someone-else'")
+        sql.execute(f"UPDATE waystone.runs SET state = {mine_later} WHERE thread_id LIKE 'mine-%'")
         sql.execute("ALTER TABLE waystone.runs ENABLE TRIGGER USER")
+    sql.execute("ALTER TABLE waystone.runs SET (autovacuum_enabled = false)")  # as they were
     sql.execute("ANALYZE waystone.runs")
-    mine = runtime.start(spec.name, {}).thread_id
+    with sql.transaction():
+        sql.execute("ALTER TABLE waystone.runs DISABLE TRIGGER USER")
+        sql.execute(f"UPDATE waystone.runs SET {now} WHERE agent = 'someone-else'")
+        sql.execute("ALTER TABLE waystone.runs ENABLE TRIGGER USER")
+    queued = runtime.start(spec.name, {}).thread_id
     for agents in ([spec.name], [spec.name, "another"]):
-        plan = _claim_plan(sql, thread_id=None, agents=agents)
-        assert _most_rows(plan) <= HANDFUL, (kind, json.dumps(plan)[:2000])
+        for plan in (_generic_claim_plan(sql, agents), _claim_plan(sql, agents=agents)):
+            assert _most_rows(plan) <= HANDFUL, (kind, json.dumps(plan)[:2000])
     next_wake = "EXPLAIN (ANALYZE, FORMAT JSON) " + queries.query("next_wake")
     found = psycopg.ClientCursor(sql).execute(next_wake, {"agents": [spec.name]}).fetchone()
     assert found is not None and _most_rows(found[0][0]["Plan"]) <= HANDFUL, kind
     taken = runtime.registry.claim(owner="test", lease_seconds=30, agents=[spec.name])
-    assert taken is not None and taken.thread_id == mine
+    assert taken is not None and taken.thread_id == queued
     theirs = runtime.registry.claim(owner="test", lease_seconds=30, agents=["someone-else"])
     assert theirs is not None and theirs.thread_id.startswith("backlog-"), kind
 

@@ -116,7 +116,9 @@ WITH heads AS (
                 ORDER BY x.wake_at
                 LIMIT 8
             ) d))
-      AND r.state = 'waiting' AND r.wake_at <= statement_timestamp()
+      -- not an index condition: only the primary key finds these few, whatever plan
+      -- Postgres reuses (another could read every agent's overdue waits)
+      AND (r.state = 'waiting' AND r.wake_at <= statement_timestamp()) IS TRUE
     ORDER BY r.wake_at
     LIMIT 1
     FOR NO KEY UPDATE SKIP LOCKED
@@ -131,7 +133,7 @@ WITH heads AS (
     FOR NO KEY UPDATE OF r SKIP LOCKED
 ), expired AS (
     -- the first expired leases of each of its agents, through runs_lease_agent_idx (a
-    -- lease given back expires at once; one never set counts as expired)
+    -- lease given back expires at once; one never set counts as expired, first)
     SELECT r.thread_id, r.state, r.lease_owner, r.updated_at
     FROM waystone.runs r
     WHERE r.thread_id = ANY(ARRAY(
@@ -140,13 +142,14 @@ WITH heads AS (
             CROSS JOIN LATERAL (
                 SELECT x.thread_id FROM waystone.runs x
                 WHERE x.state = 'running' AND x.agent = a.agent
-                  AND (x.lease_expires_at IS NULL
-                       OR x.lease_expires_at < statement_timestamp())
-                ORDER BY x.lease_expires_at NULLS FIRST
+                  AND coalesce(x.lease_expires_at, '-infinity'::timestamptz)
+                      < statement_timestamp()
+                ORDER BY coalesce(x.lease_expires_at, '-infinity'::timestamptz)
                 LIMIT 8
             ) e))
-      AND r.state = 'running'
-      AND (r.lease_expires_at IS NULL OR r.lease_expires_at < statement_timestamp())
+      AND (r.state = 'running'
+           AND coalesce(r.lease_expires_at, '-infinity'::timestamptz) < statement_timestamp())
+          IS TRUE  -- not an index condition (see due)
     ORDER BY r.lease_expires_at NULLS FIRST
     LIMIT 1
     FOR NO KEY UPDATE SKIP LOCKED

@@ -50,8 +50,10 @@ CREATE INDEX runs_state_idx ON waystone.runs (state, updated_at);
 CREATE INDEX runs_queued_agent_idx ON waystone.runs (agent, updated_at, thread_id) WHERE state = 'queued';
 -- A worker finds its agents' first due waits and first expired leases through these,
 -- one agent at a time: never reading past another agent's (the claim's due and expired).
+-- A lease never set counts as expired, first: the time bounds the scan.
 CREATE INDEX runs_wake_agent_idx ON waystone.runs (agent, wake_at) WHERE state = 'waiting';
-CREATE INDEX runs_lease_agent_idx ON waystone.runs (agent, lease_expires_at NULLS FIRST)
+CREATE INDEX runs_lease_agent_idx
+    ON waystone.runs (agent, coalesce(lease_expires_at, '-infinity'::timestamptz))
     WHERE state = 'running';
 
 -- The agents of a worker's claim, one per row. A function so the planner counts them as
