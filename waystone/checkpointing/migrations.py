@@ -3,8 +3,16 @@
 Two processes starting at once are serialised by a Postgres advisory lock, so neither
 sees a half-made schema. A fresh database gets ``schema.sql`` (the truth) and is stamped
 with the newest version; an older one gets each numbered migration above its version.
-Migrations only add (columns, indexes, functions), so older code keeps working on a newer
-schema during a rolling deploy or after a rollback: it starts without migrating anything.
+Older code keeps working on a newer schema during a rolling deploy or after a rollback (it
+starts without migrating anything), as long as migrations keep two rules. They add, and
+replace indexes, but never remove what an older version uses. And they add no column to a
+table Waystone reads with ``*`` (runs, signals, effects, run_events; a new table instead):
+a process of the previous version has prepared statements whose result type would
+change, and Postgres refuses them ("cached plan must not change result type") until its
+connections are replaced. Migration 0002 broke that rule (``runs.wait_id``): a process
+of version 1 fails such statements until it is restarted. A migration that takes several
+locks on a table takes the strongest first (0004), or a claim of an older process
+arriving between two of them deadlocks with it.
 """
 
 from __future__ import annotations
