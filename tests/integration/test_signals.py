@@ -58,6 +58,41 @@ def test_one_signal_answers_one_wait(database_url: str) -> None:
     assert [c["confirmation"]["signal"]["settlement"] for c in completed] == ["S-1", "S-2"]
 
 
+def _undelivered(sql: psycopg.Connection[Any], thread_id: str) -> list[str]:
+    rows = sql.execute(
+        "SELECT name FROM waystone.signals WHERE thread_id = %s AND consumed_at IS NULL "
+        "ORDER BY id",
+        (thread_id,),
+    ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def test_a_done_run_spends_the_signals_it_never_used(
+    database_url: str, sql: psycopg.Connection[Any]
+) -> None:
+    """A done run takes no more signals, so those it never used (a third delivery for two
+    waits, a name it never waits for) are spent as it ends: left undelivered, they would
+    stay so for good, listed by the dashboard and read by every claim. A run that fails
+    keeps them, for a requeue."""
+    with Runtime(Settings(database_url=database_url), agents={"twice": _agent()}) as rt:
+        thread_id = rt.start("twice", {}).thread_id
+        rt.signal(thread_id, "payment.refunded", {})
+        assert rt.run(thread_id).state == "waiting"
+        for settlement in ("S-1", "S-2", "S-3"):
+            rt.signal(thread_id, "payment.settled", {"settlement": settlement})
+        assert _undelivered(sql, thread_id) == ["payment.refunded", *["payment.settled"] * 3]
+        assert rt.run(thread_id).state == "done"
+        assert _undelivered(sql, thread_id) == []
+    with Runtime(Settings(database_url=database_url), agents={"twice": _agent(1)}) as rt:
+        thread_id = rt.start("twice", {}).thread_id
+        rt.signal(thread_id, "payment.refunded", {})
+        assert rt.run(thread_id).state == "waiting"
+        due = "SELECT wake_at <= clock_timestamp() FROM waystone.runs WHERE thread_id = %s"
+        wait_until(lambda: bool((sql.execute(due, (thread_id,)).fetchone() or [False])[0]), "due")
+        assert rt.run(thread_id).state == "failed"
+        assert _undelivered(sql, thread_id) == ["payment.refunded"]
+
+
 def _waits(sql: psycopg.Connection[Any], thread_id: str) -> int:
     query = (
         "SELECT count(*) FROM waystone.run_events WHERE thread_id = %s "

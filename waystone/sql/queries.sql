@@ -26,7 +26,9 @@ LIMIT %(limit)s;
 -- the lease token moved on). The trigger rejects transitions that are not allowed and
 -- records the event. Leaving `running` drops the lease. With spend_signals (a run that
 -- ends), in the same statement and only if the run did move, the signals it has used
--- (reserved for a wait) and the approvals it no longer waits on are consumed.
+-- (reserved for a wait) and the approvals it no longer waits on are consumed; a run that
+-- is done takes no more signals, so every one it never used is spent too (repeats, names
+-- it never waited for: undelivered for good otherwise, in the dashboard and every claim).
 WITH moved AS (
     UPDATE waystone.runs
     SET state = %(to_state)s, reason = %(reason)s, evidence = %(evidence)s, actor = %(actor)s,
@@ -46,13 +48,13 @@ WITH moved AS (
     UPDATE waystone.signals s SET consumed_at = clock_timestamp()
     FROM moved m
     WHERE %(spend_signals)s AND s.thread_id = m.thread_id AND s.consumed_at IS NULL
-      AND (s.reserved_for IS NOT NULL OR s.name = 'approval')
+      AND (s.reserved_for IS NOT NULL OR s.name = 'approval' OR m.state = 'done')
 )
 SELECT * FROM moved;
 
 -- name: end_run
--- A running run ends: `transition` from running under its lease, spending its signals,
--- sent to commit in the transaction of its graph's last checkpoint (see the driver). It
+-- A running run ends: `transition` from running under its lease, spending its signals (all
+-- of them when it is done), sent to commit in the transaction of its graph's last checkpoint (see the driver). It
 -- never quietly changes nothing: a run that is not running would be moved to
 -- 'not running', which the transition table rejects (WS409), and a stale lease token
 -- fails the checkpoint's own fence (WS410); either way the whole transaction rolls back.
@@ -68,7 +70,7 @@ WITH moved AS (
     UPDATE waystone.signals s SET consumed_at = clock_timestamp()
     FROM moved m
     WHERE s.thread_id = m.thread_id AND s.consumed_at IS NULL
-      AND (s.reserved_for IS NOT NULL OR s.name = 'approval')
+      AND (s.reserved_for IS NOT NULL OR s.name = 'approval' OR m.state = 'done')
 )
 SELECT * FROM moved;
 
