@@ -253,7 +253,9 @@ class Runtime:
                 meaning = meaning_of(exc)
                 if isinstance(meaning, LeaseLost | DatabaseUnavailable):
                     if isinstance(meaning, LeaseLost):
-                        logger.warning("stopped driving: %s", meaning, extra=log)
+                        # receipts that were to commit with a checkpoint the fence refused
+                        late = self.ledger.late_receipts(claimed.thread_id, claimed.lease_token)
+                        logger.warning("stopped driving: %s", meaning, extra={**log, "late": late})
                     raise meaning from exc
                 logger.exception("run failed", extra=log)
                 self.registry.transition(

@@ -52,8 +52,12 @@ def test_killed_then_resumed_ends_done_with_each_effect_once(
     assert started.returncode == 0, started.stderr
     last = json.loads(started.stdout)
     thread_id = last["thread_id"]
-    crash = {"WAYSTONE_CRASH_AT": armed, "WAYSTONE_TOOL_SETTLE": "notify_customer=1"}
-    calm = {"WAYSTONE_TOOL_SETTLE": "notify_customer=1"}
+    # a notification found absent is sent again once its call's deadline (2 s) has passed
+    calm = {
+        "WAYSTONE_TOOL_SETTLE": "notify_customer=1",
+        "WAYSTONE_TOOL_TIMEOUTS": "notify_customer=2",
+    }
+    crash = {**calm, "WAYSTONE_CRASH_AT": armed}
     killed = 0
     for _ in range(8):  # each step is a new process; the next one is chosen from the last
         if last["state"] == "done":

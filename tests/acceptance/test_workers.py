@@ -326,28 +326,3 @@ def test_cancel_a_queued_run(cli: Cli, runtime: Runtime, sql: psycopg.Connection
     )
     again = cli("cancel", thread_id, "--reason", "again")
     assert again.returncode == 4, again.stderr
-
-
-def test_cancel_fences_the_worker_holding_the_run(
-    cli: Cli,
-    runtime: Runtime,
-    provider: ProviderProcess,
-    workers: Workers,
-    sql: psycopg.Connection[Any],
-) -> None:
-    provider.inject("refunds", "slow", delay_s=2)
-    thread_id = runtime.start("refund", SMALL).thread_id
-    holder = workers.spawn("--until-idle")
-    wait_inside_execute(sql, thread_id)
-    assert cli("cancel", thread_id, "--reason", "stop").returncode == 0
-    assert holder.wait(timeout=60) == 0, workers.output(holder)
-    assert workers.summary(holder)["lease_lost"] == 1
-    state, reason = sql.execute(
-        "SELECT state, reason FROM waystone.runs WHERE thread_id = %s", (thread_id,)
-    ).fetchone() or ("", "")
-    assert (state, reason) == ("failed", "cancelled by tester: stop")
-    # the holder's receipt write after the cancel was rejected: the ledger still says intent
-    assert one(sql, "SELECT status FROM waystone.effects WHERE thread_id = %s", thread_id) == (
-        "intent"
-    )
-    assert provider.ledger()["notifications"] == []

@@ -24,7 +24,7 @@ def fast_runtime(database_url: str) -> Iterator[Runtime]:
     settings = Settings(
         database_url=database_url,
         tool_timeouts={"refund": 1.0, "notify_customer": 1.0},
-        tool_settle={"notify_customer": 5.0},  # the example provider's request deadline
+        tool_settle={"notify_customer": 1.0},  # how late the provider may apply a request
     )
     with Runtime(settings) as rt:
         yield rt
@@ -100,7 +100,7 @@ def test_permanent_failure_is_not_retried_and_fails_the_run(
     assert "HTTP 422" in fast_runtime.status(thread_id).reason
     assert _effects(sql, thread_id) == [("refund", "failed", 1)]
     assert "retry" not in _kinds(fast_runtime, thread_id)
-    assert provider.ledger() == {"refunds": [], "notifications": []}
+    assert provider.ledger() == {"refunds": [], "notifications": [], "refused": []}
 
 
 def test_slow_within_budget_succeeds(
@@ -197,7 +197,61 @@ def test_no_deadline_no_dedupe_absent_lookup_needs_a_human(
         final = rt.run(thread_id)
         kinds = _kinds(rt, thread_id)
     assert final.state == "needs-human"
-    assert "promises no request deadline" in final.reason
+    assert "does not refuse late requests" in final.reason
     assert "unknown-outcome" in kinds
     assert _effects(sql, thread_id)[1][:2] == ("notify_customer", "unknown")
     assert len(provider.ledger()["notifications"]) <= 1  # the slow one may still land; once
+
+
+def _written_the_natural_way(provider: ProviderProcess, fail_first: bool) -> Any:
+    """The notification tool as a user writes it: plain httpx, ``raise_for_status``."""
+    from dataclasses import replace
+
+    import httpx
+
+    from waystone.examples import refund
+
+    calls = []
+
+    def apply(args: dict[str, Any], key: str, timeout: float) -> dict[str, Any]:
+        calls.append(key)
+        if fail_first and len(calls) == 1:  # the provider's port, not yet listening
+            httpx.post("http://127.0.0.1:9/notifications", json=args, timeout=timeout)
+        answer = httpx.post(
+            f"{provider.url}/notifications", json={**args, "client_ref": key}, timeout=timeout
+        )
+        answer.raise_for_status()
+        receipt: dict[str, Any] = answer.json()
+        return receipt
+
+    base = refund.build()
+    tool = replace(refund.NOTIFY, apply=apply)
+    return replace(base, tools={**base.tools, "notify_customer": tool}), calls
+
+
+def test_a_natural_tools_connect_error_is_retried_not_failed(
+    database_url: str, provider: ProviderProcess, sql: psycopg.Connection[Any]
+) -> None:
+    agent, calls = _written_the_natural_way(provider, fail_first=True)
+    with Runtime(Settings(database_url=database_url), agents={"refund": agent}) as rt:
+        thread_id = rt.start("refund", SMALL).thread_id
+        assert rt.run(thread_id).state == "done"
+        assert "retry" in _kinds(rt, thread_id)
+    assert len(calls) == 2
+    assert _effects(sql, thread_id)[1] == ("notify_customer", "confirmed", 2)
+    _one_of_each(provider)
+
+
+def test_a_natural_tools_read_timeout_is_reconciled_not_failed(
+    database_url: str, provider: ProviderProcess, sql: psycopg.Connection[Any]
+) -> None:
+    agent, calls = _written_the_natural_way(provider, fail_first=False)
+    provider.inject("notifications", "timeout_after_apply", delay_s=3)
+    settings = Settings(database_url=database_url, tool_timeouts={"notify_customer": 1.0})
+    with Runtime(settings, agents={"refund": agent}) as rt:
+        thread_id = rt.start("refund", SMALL).thread_id
+        assert rt.run(thread_id).state == "done"
+        kinds = _kinds(rt, thread_id)
+    assert kinds.count("unknown-outcome") == 1 and "reconciled" in kinds
+    assert len(calls) == 1  # found by the lookup, never sent again
+    _one_of_each(provider)

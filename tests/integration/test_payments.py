@@ -314,7 +314,43 @@ def test_notifications_are_never_deduplicated(fresh: PaymentsProcess) -> None:
     assert listed == Response(200, [first.body, second.body])
     assert call(base, "GET", "/notifications?client_ref=other") == Response(200, [])
     ledger = call(base, "GET", "/_ledger")
-    assert ledger == Response(200, {"refunds": [], "notifications": [first.body, second.body]})
+    assert ledger == Response(
+        200, {"refunds": [], "notifications": [first.body, second.body], "refused": []}
+    )
+
+
+def test_a_request_past_its_deadline_is_refused_and_kept(fresh: PaymentsProcess) -> None:
+    """However long it was held on the way, a POST lands before its sender's deadline or
+    never: past it nothing is applied, and the refusal is on the provider's record."""
+    base, ref = fresh.base_url, unique("ref")
+    message = {"to": "+4915112345678", "body": "Your refund is on its way", "client_ref": ref}
+    late = call(base, "POST", "/notifications", message, headers={"Request-Deadline": "1000.5"})
+    assert late == Response(
+        504, {"error": "the request arrived past its deadline; nothing was applied"}
+    )
+    key = unique("key")
+    late_refund = call(
+        base,
+        "POST",
+        "/refunds",
+        refund_body(unique("order")),
+        headers={"Idempotency-Key": key, "Request-Deadline": str(time.time() - 1)},
+    )
+    assert late_refund.status == 504
+    in_time = {"Request-Deadline": str(time.time() + 30)}
+    assert call(base, "POST", "/notifications", message, headers=in_time).status == 201
+    assert call(base, "POST", "/notifications", message, headers={"Request-Deadline": "soon"}) == (
+        Response(400, {"error": "Request-Deadline must be seconds since the epoch"})
+    )
+    ledger = call(base, "GET", "/_ledger").body
+    assert isinstance(ledger, dict)
+    assert ledger["refunds"] == [] and len(ledger["notifications"]) == 1
+    assert [(r["endpoint"], r["ref"], r["deadline"]) for r in ledger["refused"]][0] == (
+        "notifications",
+        ref,
+        1000.5,
+    )
+    assert [r["ref"] for r in ledger["refused"]] == [ref, key]
 
 
 @pytest.mark.parametrize(
@@ -327,7 +363,11 @@ def test_notifications_are_never_deduplicated(fresh: PaymentsProcess) -> None:
 )
 def test_invalid_notification_is_422(fresh: PaymentsProcess, body: object) -> None:
     assert call(fresh.base_url, "POST", "/notifications", body).status == 422
-    assert call(fresh.base_url, "GET", "/_ledger").body == {"refunds": [], "notifications": []}
+    assert call(fresh.base_url, "GET", "/_ledger").body == {
+        "refunds": [],
+        "notifications": [],
+        "refused": [],
+    }
 
 
 # --------------------------------------------------------------------------- faults
@@ -346,7 +386,7 @@ def test_transient_fault_fails_without_applying_then_wears_off(fresh: PaymentsPr
     for _ in range(2):
         failed = post_refund(base, key, refund_body(order))
         assert failed == Response(503, {"error": "injected transient failure"})
-    assert call(base, "GET", "/_ledger").body == {"refunds": [], "notifications": []}
+    assert call(base, "GET", "/_ledger").body == {"refunds": [], "notifications": [], "refused": []}
     assert call(base, "GET", "/_faults") == Response(200, [])
 
     assert post_refund(base, key, refund_body(order)).status == 201

@@ -32,7 +32,7 @@ def test_start_then_run_waits_for_approval(runtime: Runtime, provider: ProviderP
     assert pending["args"] == {"order_id": "1001", "amount": "120.00", "currency": "EUR"}
     assert pending["reason"] == "refunds above 100.00 need approval"
     assert pending["idempotency_key"].startswith("ws-refund-")
-    assert provider.ledger() == {"refunds": [], "notifications": []}
+    assert provider.ledger() == {"refunds": [], "notifications": [], "refused": []}
 
 
 def test_approve_then_run_ends_done_with_one_refund_and_one_notification(
@@ -115,7 +115,7 @@ def test_invoke_never_claims_a_run_whose_thread_id_is_taken(
     ).fetchone()
     assert row == ("queued", 0, "120.00")
     assert runtime.status(queued.thread_id).state == "queued"
-    assert provider.ledger() == {"refunds": [], "notifications": []}
+    assert provider.ledger() == {"refunds": [], "notifications": [], "refused": []}
     with pytest.raises(BadInput, match="unknown agent"):
         runtime.invoke("nope", {})
 
@@ -147,7 +147,7 @@ def test_reject_ends_failed_without_any_refund(runtime: Runtime, provider: Provi
     final = runtime.run(thread_id)
     assert final.state == "failed"
     assert final.reason == "rejected by bob: order was never paid"
-    assert provider.ledger() == {"refunds": [], "notifications": []}
+    assert provider.ledger() == {"refunds": [], "notifications": [], "refused": []}
 
 
 def test_a_requeued_rejection_asks_again_then_refunds_once(

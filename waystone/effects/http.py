@@ -13,6 +13,9 @@ read timeout, reset after sending              UnknownOutcome (it may have happe
 
 A 5xx other than 503 may come from a proxy after the provider committed the effect, so it
 is reconciled (lookup, or the key) before any second call, never blindly retried.
+
+Inside an effect the request is checked against the call's deadline right before it
+leaves, and carries that deadline (``Request-Deadline``: see :mod:`waystone.effects.deadline`).
 """
 
 from __future__ import annotations
@@ -21,20 +24,9 @@ from typing import Any
 
 import httpx
 
-from waystone.errors import PermanentError, TransientError, UnknownOutcome
-
-TRANSIENT_STATUS = frozenset({408, 429, 503})
-
-
-def classify_status(status: int) -> type[Exception] | None:
-    """The error class for an HTTP status, or ``None`` for success."""
-    if status < 400:
-        return None
-    if status in TRANSIENT_STATUS:
-        return TransientError
-    if status >= 500:
-        return UnknownOutcome
-    return PermanentError
+from waystone.effects import deadline
+from waystone.effects.transport import classify_status, classify_transport
+from waystone.errors import TransientError, UnknownOutcome
 
 
 def request(
@@ -50,13 +42,15 @@ def request(
     """One HTTP call; the decoded JSON body, or ``None`` for a tolerated 404."""
     try:
         with httpx.Client(timeout=timeout) as client:
-            response = client.request(method, url, json=json, headers=headers, params=params)
-    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-        raise TransientError(f"{method} {url}: cannot connect ({exc})") from exc
-    except httpx.TimeoutException as exc:
-        raise UnknownOutcome(f"{method} {url}: no answer within {timeout:g}s") from exc
+            request = client.build_request(
+                method, url, json=json, headers={**(headers or {})}, params=params
+            )
+            request.headers.update(deadline.before_send())  # the last check: nothing after
+            response = client.send(request)
     except httpx.TransportError as exc:
-        raise UnknownOutcome(f"{method} {url}: connection lost mid-call ({exc})") from exc
+        kind = classify_transport(exc) or UnknownOutcome
+        what = "cannot connect" if kind is TransientError else "no answer, it may have happened"
+        raise kind(f"{method} {url}: {what} ({type(exc).__name__}: {exc})") from exc
     if not_found_ok and response.status_code == 404:
         return None
     error = classify_status(response.status_code)

@@ -204,6 +204,40 @@ class Ledger:
             return 0, len(keys)
         return len(rows), len(keys)
 
+    def late_receipt(self, thread_id: str, key: str, receipt: dict[str, Any]) -> bool:
+        """Record the receipt of an effect this process applied for ``thread_id`` after
+        losing its lease (its own fenced write was refused): only on an effect still
+        waiting for its outcome. Best effort, like any write of a process that lost the
+        run: whether it was recorded."""
+        try:
+            rows = self.db.batch(
+                [
+                    ("late_receipt_fence", {"thread_id": thread_id}),
+                    (
+                        "late_receipt",
+                        {"thread_id": thread_id, "key": key, "receipt": self.redact(receipt)},
+                    ),
+                ]
+            )[1]
+        except Exception:
+            logger.warning("could not record the late receipt of %s", key, exc_info=True)
+            return False
+        return bool(rows)
+
+    def late_receipts(self, thread_id: str, fence: int) -> int:
+        """Record the receipts this process worked out for ``thread_id`` under lease
+        ``fence`` (to commit with a checkpoint the lost lease refused): how many landed."""
+        with self._lock:
+            mine = [
+                e
+                for (writer, _), (f, e) in self._written.items()
+                if writer == thread_id
+                and f == fence
+                and e.receipt is not None
+                and e.status in ("applied", "confirmed")
+            ]
+        return sum(self.late_receipt(thread_id, e.key, e.receipt or {}) for e in mine)
+
     def record_intent(
         self,
         *,

@@ -16,10 +16,18 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from waystone.crash import crash_point
+from waystone.effects import deadline
 from waystone.effects.ledger import Effect, Ledger, Note
 from waystone.effects.reconcile import Step, after_lookup, next_step
-from waystone.effects.tools import Tool
-from waystone.errors import LeaseLost, PermanentError, TransientError, UnknownOutcome
+from waystone.effects.tools import Receipt, Tool
+from waystone.effects.transport import classify_transport
+from waystone.errors import (
+    LeaseLost,
+    PermanentError,
+    TransientError,
+    UnknownOutcome,
+    WaystoneError,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +50,10 @@ class EffectRunner:
     fence: int | None = None  # the lease token every ledger write carries
     reveal: Callable[[Any], Any] = field(default=lambda value: value)  # vault: real values
     lease_ok: Callable[[], bool] = field(default=lambda: True)
+    # monotonic time when the lease may end, less a margin (None: no lease)
+    lease_ends: Callable[[], float | None] = field(default=lambda: None)
+    # asks Postgres whether the run is still this lease's and running (not cancelled)
+    still_held: Callable[[], bool] = field(default=lambda: True)
     sleep: Callable[[float], None] = time.sleep
     rand: Callable[[], float] = field(default=random.random)
 
@@ -123,9 +135,10 @@ class EffectRunner:
     def _lookup(
         self, thread_id: str, key: str, args: dict[str, Any], tool: Tool, row: Effect | None
     ) -> tuple[Step | EffectResult, Effect | None]:
-        """Ask the provider by key. Absence is trusted only once an in-flight call of a
-        tool without deduplication can no longer land (``settle_s``). Returns the next
-        step, or the result when a person must look."""
+        """Ask the provider by key. For a tool without deduplication, absence is trusted
+        only once no call can land any more: every call carries the deadline of its
+        attempt (counted in the ledger, plus the timeout), which the provider honours up
+        to ``settle_s`` late. Returns the next step, or the result when a person must look."""
         found = self._lookup_once(key, args, tool)
         if found is _UNREACHABLE:
             reason = f"cannot reach {tool.name}'s provider to reconcile {key}"
@@ -135,20 +148,20 @@ class EffectRunner:
             if tool.settle_s is None:
                 reason = (
                     f"{tool.name} (key {key}) may still be in flight: the lookup finds nothing, "
-                    "the provider does not deduplicate and promises no request deadline; "
+                    "the provider does not deduplicate and does not refuse late requests; "
                     "check the provider, then `waystone requeue`"
                 )
                 self.event("needs-human", reason, {"key": key, "tool": tool.name})
                 return EffectResult("needs-human", reason=reason), row
-            age = self.ledger.age_seconds(key)
-            if age < tool.settle_s:
+            wait = tool.timeout_s + tool.settle_s - self.ledger.age_seconds(key)
+            if wait > 0:
                 self.event(
                     "reconcile-wait",
-                    f"absent so far; waiting {tool.settle_s - age:.1f}s, the provider's "
-                    "deadline, for an in-flight call to land",
+                    f"absent so far; waiting {wait:.1f}s, until the last call's deadline "
+                    "has passed, for a call in flight to land",
                     {"key": key},
                 )
-                self.sleep(tool.settle_s - age)
+                self.sleep(wait)
                 found = self._lookup_once(key, args, tool)
         if isinstance(found, dict):
             row = self.ledger.update(
@@ -181,6 +194,20 @@ class EffectRunner:
                 self.sleep(tool.retry.delay(attempt, self.rand()))
         return _UNREACHABLE
 
+    def _call(self, tool: Tool, args: dict[str, Any], key: str, row: Effect) -> Receipt:
+        """``tool.apply`` under its call's deadline; a client's transport error becomes what
+        it means (:mod:`waystone.effects.transport`), any other error an unknown outcome:
+        the request may have left."""
+        ends = row.updated_at.timestamp() + tool.timeout_s
+        with deadline.call(tool.name, ends, self.lease_ends()):
+            try:
+                return tool.apply(args, key, tool.timeout_s)
+            except WaystoneError:
+                raise
+            except Exception as exc:
+                kind = classify_transport(exc) or UnknownOutcome
+                raise kind(f"{tool.name}: {type(exc).__name__}: {exc}") from exc
+
     def _apply(
         self,
         thread_id: str,
@@ -208,11 +235,14 @@ class EffectRunner:
             return Step.NEEDS_HUMAN, row, EffectResult("needs-human", reason=reason)
         attempt = row.attempts  # the ledger changes below leave the count as it is
         crash_point("execute:after-intent", tool.name)
+        real_args = self.reveal(args)
+        if not self.still_held():  # cancelled, or taken over: no effect starts after that
+            raise LeaseLost(f"{thread_id} is no longer this lease's; not calling {tool.name}")
         if not self.lease_ok():  # frozen past the lease: another worker may own the run now
             raise LeaseLost(f"the lease on {thread_id} may have expired; not calling {tool.name}")
         started = time.monotonic()
         try:
-            receipt = tool.apply(self.reveal(args), key, tool.timeout_s)
+            receipt = self._call(tool, real_args, key, row)
         except TransientError as exc:
             row = self.ledger.update(
                 key,
@@ -266,19 +296,23 @@ class EffectRunner:
         # checkpoint. Otherwise it is committed now, on its own. (A lookup after a crash
         # asks the same provider that confirm's read-back would have asked next.)
         reconcilable = tool.idempotent_by_key or tool.lookup is not None
-        row = self.ledger.update(
-            key,
-            "applied",
-            receipt=receipt,
-            fence=self.fence,
-            note=Note(
-                thread_id,
-                "effect-applied",
-                f"{tool.name} applied",
-                {"key": key, "receipt": receipt, "attempt": attempt},
-            ),
-            current=row if reconcilable else None,
-        )
+        try:
+            row = self.ledger.update(
+                key,
+                "applied",
+                receipt=receipt,
+                fence=self.fence,
+                note=Note(
+                    thread_id,
+                    "effect-applied",
+                    f"{tool.name} applied",
+                    {"key": key, "receipt": receipt, "attempt": attempt},
+                ),
+                current=row if reconcilable else None,
+            )
+        except LeaseLost:  # cancelled or taken over during the call: the money still moved
+            self.ledger.late_receipt(thread_id, key, receipt)
+            raise
         crash_point("execute:after-receipt", tool.name)
         return Step.CONFIRM, row, EffectResult("applied", row.receipt)  # the redacted copy
 

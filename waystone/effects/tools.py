@@ -47,10 +47,16 @@ class Tool:
     reads the effect back; ``None`` means it could not be found.
 
     ``settle_s`` matters for tools the provider does not deduplicate: a call that timed out
-    may still be in flight, so a lookup that finds nothing is only trusted once the
-    unknown outcome is ``settle_s`` old. Set it to the provider's own request deadline (a
-    request is applied within it, or never). ``None``: the provider promises no deadline,
-    so absence after an unknown outcome proves nothing and a person must look.
+    may still be in flight, so a lookup that finds nothing proves nothing by itself. Every
+    call carries its deadline (the time its attempt was counted in the ledger, by
+    Postgres' clock, plus ``timeout_s``: the ``Request-Deadline`` header that
+    ``waystone.effects.http`` sends, or :func:`waystone.effects.deadline.before_send` for a
+    client of the tool's own). Set ``settle_s`` when the provider refuses a request that
+    arrives past that deadline, to how late by Postgres' clock it may still apply one (its
+    clock's drift, plus a request's processing time): absence is trusted once the deadline
+    plus ``settle_s`` has passed. ``None``: the provider does not refuse late requests,
+    so a request held by the network may land at any time, absence proves nothing and a
+    person must look.
     """
 
     name: str

@@ -36,6 +36,11 @@ then the response is held for ``delay_s`` seconds, 30 if 0) and ``slow`` (sleep
 deadline of 5 s nothing is applied and the answer is a 504: a request is applied within
 the deadline of its arrival, or never).
 
+A POST may carry its sender's deadline, ``Request-Deadline: <seconds since the epoch>``:
+one that is applied only before it, by this server's clock; past it nothing is applied,
+the answer is a 504 and the refusal is kept (``refused`` in ``GET /_ledger``). However
+long the network held the request, it lands before its deadline or never.
+
 Every request uses its own sqlite connection (WAL mode); write transactions are serialised
 by a process-wide lock plus ``BEGIN IMMEDIATE``, so concurrent requests are safe.
 """
@@ -101,6 +106,13 @@ CREATE TABLE IF NOT EXISTS notifications (
     created_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS notifications_client_ref ON notifications (client_ref);
+CREATE TABLE IF NOT EXISTS refused (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    endpoint TEXT NOT NULL,
+    ref TEXT NOT NULL,
+    deadline REAL NOT NULL,
+    at REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS faults (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     id TEXT NOT NULL UNIQUE,
@@ -303,11 +315,36 @@ def _take_fault(ctx: Ctx, endpoint: str) -> tuple[str, float] | None:
     return str(row["mode"]), float(row["delay_s"])
 
 
-def _with_faults(ctx: Ctx, endpoint: str, apply: Callable[[], Reply]) -> Reply:
-    """Run ``apply`` under whatever fault is armed for ``endpoint``."""
+def _before_deadline(ctx: Ctx, endpoint: str, ref: str, apply: Callable[[], Reply]) -> Reply:
+    """Run ``apply`` only if the request's ``Request-Deadline`` (if any) has not passed."""
+    given = ctx.headers.get("request-deadline")
+    if given is None:
+        return apply()
+    try:
+        deadline = float(given)
+    except ValueError:
+        raise HttpError(400, "Request-Deadline must be seconds since the epoch") from None
+    now = time.time()
+    if not math.isfinite(deadline) or now > deadline:
+        with _write_tx(ctx.conn, ctx.lock):
+            ctx.conn.execute(
+                "INSERT INTO refused (endpoint, ref, deadline, at) VALUES (?, ?, ?, ?)",
+                (endpoint, ref, deadline, now),
+            )
+        raise HttpError(504, "the request arrived past its deadline; nothing was applied")
+    return apply()
+
+
+def _with_faults(ctx: Ctx, endpoint: str, ref: str, apply: Callable[[], Reply]) -> Reply:
+    """Run ``apply`` under whatever fault is armed for ``endpoint``, before the request's
+    deadline (``ref``: its idempotency key or client reference, kept if it is refused)."""
+
+    def checked() -> Reply:
+        return _before_deadline(ctx, endpoint, ref, apply)
+
     fault = _take_fault(ctx, endpoint)
     if fault is None:
-        return apply()
+        return checked()
     mode, delay = fault
     if mode == "transient":
         raise HttpError(503, "injected transient failure")
@@ -315,13 +352,13 @@ def _with_faults(ctx: Ctx, endpoint: str, apply: Callable[[], Reply]) -> Reply:
         raise HttpError(422, f"injected permanent failure: {endpoint} request rejected")
     if mode == "slow":
         if delay > REQUEST_DEADLINE_S:
-            # The provider's own guarantee: a request is applied within the deadline of its
-            # arrival, or never. Clients rely on it to trust a lookup that finds nothing.
+            # The provider's own processing limit: a request is applied within this long
+            # of its arrival, or never.
             time.sleep(REQUEST_DEADLINE_S)
             raise HttpError(504, "request deadline exceeded; nothing was applied")
         time.sleep(delay)
-        return apply()
-    reply = apply()  # timeout_after_apply: the effect is committed, the answer is late
+        return checked()
+    reply = checked()  # timeout_after_apply: the effect is committed, the answer is late
     time.sleep(delay or DEFAULT_TIMEOUT_AFTER_APPLY_S)
     return reply
 
@@ -383,7 +420,7 @@ def _post_refund(ctx: Ctx) -> Reply:
         raise HttpError(400, "missing Idempotency-Key header")
     order_id, amount, currency = _validate_refund(ctx.json_body())
     return _with_faults(
-        ctx, "refunds", lambda: _create_refund(ctx, key, order_id, amount, currency)
+        ctx, "refunds", key, lambda: _create_refund(ctx, key, order_id, amount, currency)
     )
 
 
@@ -425,7 +462,7 @@ def _create_notification(ctx: Ctx, to: str, body: str, client_ref: str) -> Reply
 def _post_notification(ctx: Ctx) -> Reply:
     to, body, client_ref = _validate_notification(ctx.json_body())
     return _with_faults(
-        ctx, "notifications", lambda: _create_notification(ctx, to, body, client_ref)
+        ctx, "notifications", client_ref, lambda: _create_notification(ctx, to, body, client_ref)
     )
 
 
@@ -454,9 +491,11 @@ def _health(ctx: Ctx) -> Reply:
 def _ledger(ctx: Ctx) -> Reply:
     refunds = _select(ctx.conn, f"SELECT {_REFUND_COLUMNS} FROM refunds ORDER BY seq", ())
     notes = _select(ctx.conn, f"SELECT {_NOTIFICATION_COLUMNS} FROM notifications ORDER BY seq", ())
+    refused = _select(ctx.conn, "SELECT endpoint, ref, deadline, at FROM refused ORDER BY seq", ())
     return 200, {
         "refunds": [_refund_row(row) for row in refunds],
         "notifications": [_notification_row(row) for row in notes],
+        "refused": [dict(row) for row in refused],
     }
 
 

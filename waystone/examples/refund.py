@@ -124,7 +124,8 @@ NOTIFY = Tool(
     confirm=_notify_confirm,
     idempotent_by_key=False,
     risk="low",
-    settle_s=5.0,  # a timed-out POST may still land; absence is trusted after this long
+    timeout_s=5.0,
+    settle_s=1.0,  # the provider refuses a POST past its deadline, by its clock (loopback's)
 )
 
 POLICY = RulePolicy(

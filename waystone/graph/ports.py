@@ -12,7 +12,7 @@ from waystone.agent import AgentSpec
 from waystone.effects.ledger import Ledger
 from waystone.effects.runner import EffectRunner
 from waystone.effects.tools import RetryPolicy, Tool
-from waystone.runs.leases import lease_ok
+from waystone.runs.leases import lease_ends, lease_ok
 from waystone.runs.registry import RunRegistry
 
 
@@ -65,6 +65,10 @@ class RunScope:
             fence=self.fence,
             reveal=self.ports.reveal,
             lease_ok=lambda: lease_ok(self.thread_id, self.fence),
+            lease_ends=lambda: lease_ends(self.thread_id, self.fence),
+            still_held=lambda: (
+                self.fence is None or self.ports.registry.holds(self.thread_id, self.fence)
+            ),
         )
 
 

@@ -32,11 +32,15 @@ logger = logging.getLogger(__name__)
 RENEWAL_LIMIT_S = 2.0  # the longest one renewal may take before it gives up
 
 
+MARGIN = 0.1  # of a lease: how long before its end this process stops counting on it
+
+
 class LeaseGuard:
     """This process's view of its lease: lost when a heartbeat was refused, or when the
-    lease may have expired (no successful heartbeat for the lease's length, by the local
-    monotonic clock). Checked right before an external call, so a worker that was frozen
-    past its lease does not call the provider again."""
+    lease may have expired: by the local monotonic clock, a lease ends its length after
+    the last successful renewal was sent (Postgres set the expiry after that), and this
+    process stops counting on it a margin earlier. Checked right before an external call,
+    so a worker that was frozen past its lease does not call the provider again."""
 
     def __init__(self, lease_seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.lease_seconds = lease_seconds
@@ -44,11 +48,16 @@ class LeaseGuard:
         self._clock = clock
         self._renewed = clock()
 
-    def renewed(self) -> None:
-        self._renewed = self._clock()
+    def renewed(self, sent_at: float | None = None) -> None:
+        """A renewal succeeded; ``sent_at``: when it was sent (monotonic)."""
+        self._renewed = self._clock() if sent_at is None else sent_at
+
+    def ends(self) -> float:
+        """The monotonic time from which this process no longer counts on the lease."""
+        return self._renewed + self.lease_seconds * (1 - MARGIN)
 
     def ok(self) -> bool:
-        return not self.lost.is_set() and (self._clock() - self._renewed < self.lease_seconds * 0.9)
+        return not self.lost.is_set() and self._clock() < self.ends()
 
 
 GUARDS: dict[tuple[str, int], LeaseGuard] = {}  # (thread_id, lease token) -> its guard
@@ -58,6 +67,15 @@ def lease_ok(thread_id: str, lease_token: int | None) -> bool:
     """False once this process may no longer hold the lease (True outside a worker)."""
     guard = GUARDS.get((thread_id, lease_token)) if lease_token is not None else None
     return guard is None or guard.ok()
+
+
+def lease_ends(thread_id: str, lease_token: int | None) -> float | None:
+    """The monotonic time from which this process no longer counts on the lease (``None``
+    outside a worker); already past once the lease is known lost."""
+    guard = GUARDS.get((thread_id, lease_token)) if lease_token is not None else None
+    if guard is None:
+        return None
+    return -float("inf") if guard.lost.is_set() else guard.ends()
 
 
 def renewal_limit(lease_seconds: float) -> float:
@@ -147,7 +165,8 @@ class Heartbeats:
         with lease.lock:
             if lease.stopped:
                 return
-            lease.due = self._clock() + lease.lease_seconds / 3
+            sent = self._clock()
+            lease.due = sent + lease.lease_seconds / 3
             try:
                 held = lease.registry.heartbeat(
                     run.thread_id,
@@ -159,7 +178,7 @@ class Heartbeats:
                 logger.warning("heartbeat failed", extra={"thread_id": run.thread_id})
                 return
             if held:
-                lease.guard.renewed()
+                lease.guard.renewed(sent)
                 return
             lease.guard.lost.set()
             lease.stopped = True  # refused: the lease is gone, renewing it cannot succeed

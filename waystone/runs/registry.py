@@ -375,6 +375,12 @@ class RunRegistry:
             )
         return run
 
+    def holds(self, thread_id: str, lease_token: int) -> bool:
+        """Whether the run is still running under ``lease_token`` (not cancelled, not taken
+        over), by a read of its row: asked right before a provider call."""
+        row = self.db.fetch_one("holds_lease", thread_id=thread_id, lease_token=lease_token)
+        return row is not None
+
     def release(self, thread_id: str, lease_token: int) -> bool:
         """Hand the lease back (no state change); the next claim takes the run at once."""
         return bool(self.db.execute("release", thread_id=thread_id, lease_token=lease_token))

@@ -227,6 +227,11 @@ RETURNING r.*, c.prev_state, c.prev_owner,
          THEN EXISTS (SELECT 1 FROM checkpoints cp WHERE cp.thread_id = r.thread_id) END
         AS started;
 
+-- name: holds_lease
+-- Whether a run is still running under this lease token (not cancelled, not taken over).
+SELECT 1 AS held FROM waystone.runs
+WHERE thread_id = %(thread_id)s AND lease_token = %(lease_token)s AND state = 'running';
+
 -- name: release
 -- Give the lease back without a state change (a worker shutting down): the next claim
 -- takes the run at once, without waiting for the expiry.
@@ -390,6 +395,31 @@ SET status = CASE WHEN status = 'failed' THEN 'intent' ELSE status END,
     updated_at = clock_timestamp()
 WHERE thread_id = %(thread_id)s AND status IN ('intent', 'unknown', 'failed')
 RETURNING key, status;
+
+-- name: late_receipt_fence
+-- Before late_receipt, in its transaction: write under the run's current lease token. The
+-- only write a process may make after losing a run's lease, because it states a fact (the
+-- provider applied the effect) and late_receipt changes nothing else.
+SELECT set_config('waystone.lease_token', lease_token::text, true) AS token
+FROM waystone.runs WHERE thread_id = %(thread_id)s;
+
+-- name: late_receipt
+-- The receipt of an effect applied by a process that lost the run's lease (a cancel, a
+-- takeover) while the call was under way: recorded on an effect still waiting for its
+-- outcome (never over one reconciled since), with its event, so the history shows it.
+WITH changed AS (
+    UPDATE waystone.effects
+    SET status = 'applied', receipt = %(receipt)s, error = NULL, updated_at = clock_timestamp()
+    WHERE key = %(key)s AND thread_id = %(thread_id)s AND status IN ('intent', 'unknown')
+    RETURNING key, tool
+), noted AS (
+    INSERT INTO waystone.run_events (thread_id, kind, reason, evidence, actor)
+    SELECT %(thread_id)s, 'late-receipt',
+           tool || ' was applied by a process that had lost the run''s lease during the call',
+           jsonb_build_object('key', key, 'tool', tool, 'receipt', %(receipt)s::jsonb), 'waystone'
+    FROM changed
+)
+SELECT key FROM changed;
 
 -- name: effect_age
 -- Seconds since the effect's row last changed, on the database's clock (not this host's).
