@@ -7,7 +7,7 @@ Metadata is sealed key by key, except the keys LangGraph queries.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from langgraph.checkpoint.base import (
@@ -15,6 +15,7 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    DeltaChannelHistory,
 )
 
 from waystone.privacy.seal import Sealer, open_value
@@ -51,11 +52,23 @@ def reveal(sealer: Sealer | None, found: CheckpointTuple | None) -> CheckpointTu
         return None
     values = found.checkpoint.get("channel_values", {})
     for k, v in list(values.items()):
-        if isinstance(v, dict) and set(v) == {BOX}:
-            values[k] = v[BOX]
+        values[k] = _unbox(v)
     for k, v in list(found.metadata.items()):
         found.metadata[k] = open_value(sealer, v)  # type: ignore[literal-required]
     return found
+
+
+def reveal_history(
+    found: Mapping[str, DeltaChannelHistory],
+) -> dict[str, DeltaChannelHistory]:
+    """DeltaChannels' histories as read back: a seed that was an inline primitive (a
+    channel that held a number before it became a DeltaChannel) unboxed."""
+    out: dict[str, DeltaChannelHistory] = {}
+    for channel, history in found.items():
+        out[channel] = history
+        if "seed" in history:
+            out[channel] = {**history, "seed": _unbox(history["seed"])}
+    return out
 
 
 def split_filter(
@@ -97,6 +110,10 @@ def contains(have: Any, want: Any) -> bool:
     if isinstance(have, bool) or isinstance(want, bool):
         return have is want  # JSON's true is not 1
     return bool(have == want)
+
+
+def _unbox(value: Any) -> Any:
+    return value[BOX] if isinstance(value, dict) and set(value) == {BOX} else value
 
 
 def _inline(value: Any) -> bool:

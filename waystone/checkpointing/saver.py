@@ -43,7 +43,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
 
@@ -54,15 +54,21 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    DeltaChannelHistory,
 )
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-from langgraph.types import Interrupt, Send
 from psycopg import Cursor
 from psycopg.rows import DictRow, dict_row
 
 from waystone import sql
-from waystone.checkpointing.at_rest import matching, protect, reveal, split_filter
+from waystone.checkpointing.at_rest import (
+    matching,
+    protect,
+    reveal,
+    reveal_history,
+    split_filter,
+)
 from waystone.checkpointing.database import FENCE_SQL, Database, translate
 from waystone.checkpointing.held import (
     LEASE_KEY,
@@ -87,7 +93,9 @@ LATEST_KEPT = 4096  # threads whose latest checkpoint id this process remembers
 class WaystoneSaver(InThreads, PostgresSaver):
     """``redact`` (the vault's) runs over every checkpoint value, the inline primitives
     LangGraph keeps as plain JSONB, the metadata and every pending write, before they are
-    written: personal data never reaches LangGraph's tables."""
+    written: personal data never reaches LangGraph's tables. It keeps every value's type
+    (LangGraph tells a DeltaChannel's snapshot from a tuple by its type), so what is stored
+    is what the stock saver stores, tokens in place of personal data."""
 
     def __init__(
         self,
@@ -193,6 +201,12 @@ class WaystoneSaver(InThreads, PostgresSaver):
         plain, sealed = split_filter(filter, self._sealer)  # sealed keys: matched here
         found = super().list(config, filter=plain, before=before, limit=None if sealed else limit)
         yield from matching((reveal(self._sealer, item) for item in found), sealed, limit)
+
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        self._flush_before_read(config)
+        return reveal_history(super().get_delta_channel_history(config=config, channels=channels))
 
     @contextmanager
     def _fenced(self, config: RunnableConfig) -> Iterator[None]:
@@ -319,7 +333,7 @@ class WaystoneSaver(InThreads, PostgresSaver):
         task_path: str = "",
     ) -> None:
         if self._redact is not None:
-            writes = [(channel, self._redact_value(value)) for channel, value in writes]
+            writes = [(channel, self._redact(value)) for channel, value in writes]
         configurable = config["configurable"]
         where = _where(config)
         checkpoint_id = str(configurable["checkpoint_id"])
@@ -387,20 +401,6 @@ class WaystoneSaver(InThreads, PostgresSaver):
             self._flush_before_read({"configurable": {"thread_id": thread_id}})
         with self._held_lock:
             self._held.setdefault(where, Held(lease_token, [])).statements.extend(statements)
-
-    def _redact_value(self, value: Any) -> Any:
-        assert self._redact is not None
-        if isinstance(value, Send):
-            return Send(value.node, self._redact(value.arg))
-        if isinstance(value, BaseException):  # a failed task's error, kept as a pending write
-            message = self._redact(str(value))
-            try:
-                return type(value)(message)
-            except Exception:
-                return RuntimeError(f"{type(value).__name__}: {message}")
-        if isinstance(value, list) and value and all(isinstance(v, Interrupt) for v in value):
-            return [Interrupt(value=self._redact(v.value), id=v.id) for v in value]
-        return self._redact(value)
 
     # -- beyond the stock saver: copy, delete by run, in one transaction each ----------
 

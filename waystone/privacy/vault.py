@@ -23,11 +23,11 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from waystone.checkpointing.database import Database
 from waystone.errors import BadInput, PermanentError
 from waystone.privacy.pii import DEFAULT_PATTERNS, Detector
+from waystone.privacy.walk import string_mapper
 
 TOKEN = re.compile(r"<pii:([a-z_]+):([a-p]{20})>")
 _LETTERS = str.maketrans("0123456789abcdef", "abcdefghijklmnop")
 CLEAN_TEXT_MAX = 4096  # longer strings are scanned every time
-_PLAIN = frozenset({int, float, bool, type(None), bytes})
 CLEAN_KEPT = 65536  # clean strings remembered, at most
 
 
@@ -40,6 +40,7 @@ class Vault:
         self._stored: set[str] = set()
         self._clean: set[str] = set()  # strings found free of personal data (bounded)
         self._lock = threading.Lock()
+        self._walk = string_mapper(self.redact_text)
 
     def check_key(self) -> None:
         """Refuse a key other than the one this database's vault was sealed with."""
@@ -97,19 +98,9 @@ class Vault:
 
     def redact(self, value: Any) -> Any:
         """``value`` with personal data replaced by tokens, in every string it contains
-        (dict keys included); other types are returned as they are."""
-        kind = type(value)
-        if kind in _PLAIN:  # most of a state: numbers, flags, None (no subclass check)
-            return value
-        if isinstance(value, str):
-            return self.redact_text(value) if value else value
-        if isinstance(value, dict):
-            return {self.redact(k): self.redact(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self.redact(v) for v in value]
-        if isinstance(value, tuple):
-            return tuple(self.redact(v) for v in value)
-        return value
+        (dict keys included), each container of its own type (see
+        :mod:`waystone.privacy.walk`)."""
+        return self._walk(value)
 
     # -- real values -------------------------------------------------------------------
 
