@@ -7,7 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
+import pytest
 from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.postgres import PostgresSaver
+from psycopg.rows import dict_row
 
 from waystone import Runtime
 from waystone.checkpointing.saver import make_saver
@@ -44,3 +47,35 @@ def test_filters_match_sealed_metadata(runtime: Runtime, sql: psycopg.Connection
     assert steps(filter={"tags": ["bo"]}) == [3, 1]  # arrays: by their elements
     assert steps(filter={"owner": "nobody"}) == []
     assert steps(limit=3) == [4, 3, 2]
+
+
+@pytest.mark.parametrize("sealed", [False, True], ids=["redacting", "redacting+sealing"])
+def test_metadata_loses_its_nul_characters_as_with_the_stock_saver(
+    runtime: Runtime, sql: psycopg.Connection[Any], database_url: str, sealed: bool
+) -> None:
+    """LangGraph strips NUL from metadata's strings as it writes them; sealed, a value
+    would keep them, and a NUL inside an email would hide it from redaction."""
+    meta: Any = {"source": "loop", "step": 1, "parents": {}, "note": "a\x00b\x00"}
+    meta["who"] = "ana@exa\x00mple.com"
+    sealer = Sealer(parse_key("5e" * 32)) if sealed else None
+    ours = make_saver(runtime.db, redact=runtime.vault.redact, sealer=sealer)
+    with psycopg.connect(
+        database_url, autocommit=True, prepare_threshold=0, row_factory=dict_row
+    ) as conn:
+        stock = PostgresSaver(conn)
+        expected = _metadata(stock, "stock", meta)
+        got = _metadata(ours, "ours", meta)
+    assert expected["note"] == "ab"
+    assert got["note"] == expected["note"]
+    assert expected["who"] == "ana@example.com"
+    assert got["who"] == runtime.vault.token_for("email", "ana@example.com")
+    stored = sql.execute("SELECT metadata::text FROM checkpoints WHERE thread_id = 'ours'")
+    assert "ana@example.com" not in str(stored.fetchall())
+
+
+def _metadata(saver: Any, thread: str, meta: dict[str, Any]) -> dict[str, Any]:
+    config: Any = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+    saved = saver.put(config, empty_checkpoint(), dict(meta), {})
+    found = saver.get_tuple(saved)
+    assert found is not None
+    return dict(found.metadata)

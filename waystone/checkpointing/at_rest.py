@@ -16,6 +16,7 @@ from langgraph.checkpoint.base import (
     CheckpointMetadata,
     CheckpointTuple,
     DeltaChannelHistory,
+    get_checkpoint_metadata,
 )
 
 from waystone.privacy.seal import Sealer, open_value
@@ -32,6 +33,9 @@ def protect(
     sealer: Sealer | None,
 ) -> tuple[Checkpoint, CheckpointMetadata]:
     """The checkpoint and metadata as they are to be written."""
+    # LangGraph's own clean-up of metadata (NUL out of its strings), first: a sealed value
+    # would keep them from it, and a NUL inside an email hides it from redaction.
+    metadata = get_checkpoint_metadata({}, metadata)
     values = checkpoint["channel_values"]
     if redact is not None:
         # What this save writes: the channels that changed (as blobs) and the primitives
