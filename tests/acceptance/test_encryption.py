@@ -8,8 +8,8 @@ import json
 
 import psycopg
 
-from tests.acceptance.test_pii import scan
 from tests.conftest import Cli
+from tests.support.scan import scan
 from waystone.examples.provider import ProviderProcess
 
 KEY = {"WAYSTONE_ENCRYPTION_KEY": "5e" * 32}

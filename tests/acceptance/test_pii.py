@@ -1,46 +1,19 @@
 """Personal data stays out of the history: a scan of every text, JSONB and BYTEA column of
-every Waystone and LangGraph table finds none of it, while the run completes across
+every table finds none of it, while the run completes across
 separate processes and the customer's notification reaches the real address."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import psycopg
-from psycopg import sql as pgsql
 
 from tests.conftest import Cli
+from tests.support.scan import scan
 from waystone.examples.provider import ProviderProcess
 
 EMAIL, PHONE, CARD = "ana.lopez@example.com", "+1 415 555 0100", "4111 1111 1111 1111"
 SECRETS = [EMAIL, PHONE, CARD, "4111111111111111"]
-
-
-def scan(conn: psycopg.Connection[Any], needles: list[str]) -> list[tuple[str, str, str]]:
-    """(table, column, needle) for every plain occurrence in Waystone's and LangGraph's
-    tables."""
-    columns = conn.execute(
-        "SELECT table_schema, table_name, column_name, data_type "
-        "FROM information_schema.columns "
-        "WHERE (table_schema = 'waystone' OR table_name LIKE 'checkpoint%%') "
-        "AND data_type IN ('text', 'jsonb', 'bytea', 'character varying')"
-    ).fetchall()
-    assert len({(c[0], c[1]) for c in columns}) >= 9, columns  # every table was looked at
-    hits = []
-    for schema, table, column, kind in columns:
-        for needle in needles:
-            ident = pgsql.SQL("{}.{}").format(pgsql.Identifier(schema), pgsql.Identifier(table))
-            col = pgsql.Identifier(column)
-            if kind == "bytea":
-                cond = pgsql.SQL("position(convert_to(%s, 'UTF8') in {}) > 0").format(col)
-            else:
-                cond = pgsql.SQL("{}::text LIKE '%%' || %s || '%%'").format(col)
-            query = pgsql.SQL("SELECT count(*) FROM {} WHERE {}").format(ident, cond)
-            row = conn.execute(query, (needle,)).fetchone()
-            if row and row[0]:
-                hits.append((f"{schema}.{table}", column, needle))
-    return hits
 
 
 def test_no_personal_data_is_stored_in_plain_form(

@@ -32,7 +32,8 @@ def protect(
     redact: Callable[[Any], Any] | None,
     sealer: Sealer | None,
 ) -> tuple[Checkpoint, CheckpointMetadata]:
-    """The checkpoint and metadata as they are to be written."""
+    """The checkpoint and metadata as they are to be written; ``metadata`` is all that is
+    stored of it (the config's values already merged in)."""
     # LangGraph's own clean-up of metadata (NUL out of its strings), first: a sealed value
     # would keep them from it, and a NUL inside an email hides it from redaction.
     metadata = get_checkpoint_metadata({}, metadata)

@@ -55,6 +55,7 @@ from langgraph.checkpoint.base import (
     CheckpointMetadata,
     CheckpointTuple,
     DeltaChannelHistory,
+    get_serializable_checkpoint_metadata,
 )
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
@@ -92,10 +93,11 @@ LATEST_KEPT = 4096  # threads whose latest checkpoint id this process remembers
 
 class WaystoneSaver(InThreads, PostgresSaver):
     """``redact`` (the vault's) runs over every checkpoint value, the inline primitives
-    LangGraph keeps as plain JSONB, the metadata and every pending write, before they are
-    written: personal data never reaches LangGraph's tables. It keeps every value's type
-    (LangGraph tells a DeltaChannel's snapshot from a tuple by its type), so what is stored
-    is what the stock saver stores, tokens in place of personal data."""
+    LangGraph keeps as plain JSONB, the metadata (with the config values LangGraph merges
+    into it) and every pending write, before they are written: personal data never
+    reaches LangGraph's tables. It keeps every value's type (LangGraph tells a
+    DeltaChannel's snapshot from a tuple by its type), so what is stored is what the stock
+    saver stores, tokens in place of personal data."""
 
     def __init__(
         self,
@@ -198,6 +200,8 @@ class WaystoneSaver(InThreads, PostgresSaver):
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
         self._flush_before_read(config)
+        if filter and self._redact is not None:
+            filter = self._redact(filter)  # stored metadata holds tokens: ask for the same
         plain, sealed = split_filter(filter, self._sealer)  # sealed keys: matched here
         found = super().list(config, filter=plain, before=before, limit=None if sealed else limit)
         yield from matching((reveal(self._sealer, item) for item in found), sealed, limit)
@@ -267,9 +271,14 @@ class WaystoneSaver(InThreads, PostgresSaver):
     ) -> RunnableConfig:
         step = metadata.get("step")
         values = checkpoint["channel_values"]
+        # The metadata as LangGraph would store it (the config's `metadata` and
+        # `configurable` values merged in), protected whole; the stock put is then given a
+        # config that adds nothing more.
+        metadata = get_serializable_checkpoint_metadata(config, metadata)
         checkpoint, metadata = protect(
             checkpoint, metadata, new_versions, self._redact, self._sealer
         )
+        stored = _bare(config)
         where = _where(config)
         self._empty.discard(where[0])
         token = (config.get("configurable") or {}).get(LEASE_KEY)
@@ -296,7 +305,7 @@ class WaystoneSaver(InThreads, PostgresSaver):
                 recorder = Recorder()
                 self._fence.recorder = recorder
                 try:
-                    saved = super().put(config, checkpoint, metadata, new_versions)
+                    saved = super().put(stored, checkpoint, metadata, new_versions)
                 finally:
                     self._fence.recorder = None
                 statements = [*(earlier or []), *recorder.statements]
@@ -308,7 +317,7 @@ class WaystoneSaver(InThreads, PostgresSaver):
                 ending = finisher(values) if finisher is not None else None
                 with self._fenced(config):
                     self._fence.held = [*(ending or []), *(earlier or [])]
-                    saved = super().put(config, checkpoint, metadata, new_versions)
+                    saved = super().put(stored, checkpoint, metadata, new_versions)
                 if ending and lease is not None:
                     self._finished.add((where[0], lease))
         finally:
@@ -454,6 +463,14 @@ class WaystoneSaver(InThreads, PostgresSaver):
         with self._transaction() as conn:
             conn.execute(sql.query("delete_writes_for_runs"), {"run_ids": ids})
             conn.execute(sql.query("delete_checkpoints_for_runs"), {"run_ids": ids})
+
+
+def _bare(config: RunnableConfig) -> RunnableConfig:
+    """Only what locates a checkpoint: the stock saver merges nothing else into its
+    metadata."""
+    configurable = config["configurable"]
+    kept = ("thread_id", "checkpoint_ns", "checkpoint_id")
+    return {"configurable": {k: configurable[k] for k in kept if k in configurable}}
 
 
 def _where(config: RunnableConfig) -> tuple[str, str]:
