@@ -34,6 +34,7 @@ from waystone.graph.builder import build_graph
 from waystone.graph.ports import Ports
 from waystone.graph.reopen import reopen
 from waystone.privacy.keys import at_rest_sealer, load_key
+from waystone.privacy.readable import refuse_personal_data
 from waystone.privacy.seal import open_value
 from waystone.privacy.vault import Vault
 from waystone.runs import driver, leases
@@ -140,7 +141,7 @@ class Runtime:
         key: str | None = None,
     ) -> RunStatus:
         """Create a queued run. With ``key`` already used, the existing run comes back."""
-        thread_id, goal, clean = self._new(agent, input, goal, thread_id)
+        thread_id, goal, clean = self._new(agent, input, goal, thread_id, key)
         run, created = self.registry.create(
             thread_id=thread_id, agent=agent, goal=goal, input=clean, start_key=key
         )
@@ -154,9 +155,16 @@ class Runtime:
         return self.status(run.thread_id)
 
     def _new(
-        self, agent: str, input: dict[str, Any], goal: str | None, thread_id: str | None
+        self,
+        agent: str,
+        input: dict[str, Any],
+        goal: str | None,
+        thread_id: str | None,
+        key: str | None,
     ) -> tuple[str, str, dict[str, Any]]:
         """A new run's thread id, goal and input, checked and redacted."""
+        self._refuse_personal_data("thread id", thread_id)
+        self._refuse_personal_data("start key", key)
         spec = self.agent(agent)
         if not isinstance(input, dict):
             raise BadInput("--input must be a JSON object")
@@ -182,7 +190,7 @@ class Runtime:
         ended); another agent or input, or a taken ``thread_id``, is refused as by
         ``start``. A crash while it drives leaves the run under a lease that expires, then
         a worker (or ``run``) takes it up: pass ``thread_id`` or ``key`` to know its id."""
-        new_id, text, clean = self._new(agent, input, goal, thread_id)
+        new_id, text, clean = self._new(agent, input, goal, thread_id, key)
         claimed = self.registry.create_claimed(
             thread_id=new_id,
             agent=agent,
@@ -284,6 +292,7 @@ class Runtime:
         action the original already applied is found in the ledger and reused, never
         applied again; a different action (other arguments) is a new effect.
         """
+        self._refuse_personal_data("thread id", new_thread_id)
         source = self.registry.get(thread_id)
         self.agent(source.agent)
         if at is not None and not self.db.fetch_one("has_checkpoint", thread_id=thread_id, at=at):
@@ -346,9 +355,11 @@ class Runtime:
         """Deliver an external event. It wakes the run if it waits for ``name``, and is kept
         for it otherwise (a signal that arrives before the wait begins is not lost).
         ``key`` deduplicates deliveries (a webhook's event id)."""
-        actor = self._who(actor)
         if not name or name == driver.APPROVAL:
             raise BadInput("a signal needs a name other than 'approval' (use `approve`)")
+        self._refuse_personal_data("signal name", name)
+        self._refuse_personal_data("signal key", key)
+        actor = self._who(actor)
         run = self.registry.get(thread_id)
         if run.state == "done":
             raise TransitionNotAllowed(f"run {thread_id} is done; it takes no more signals")
@@ -430,6 +441,10 @@ class Runtime:
     ) -> RunStatus:
         """Record an approval (or an edit, with ``args``) for the action the run waits on."""
         return self._decide(thread_id, "edit" if args else "approve", by, comment, args)
+
+    def _refuse_personal_data(self, kind: str, value: str | None) -> None:
+        """Identifiers are stored readable: one holding personal data is refused."""
+        refuse_personal_data(kind, value, self.vault.detector)
 
     def _who(self, by: str) -> str:
         """Who acted, as stored: an email or phone given as a name becomes a token."""

@@ -5,8 +5,10 @@ separate processes and the customer's notification reaches the real address."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import psycopg
+from psycopg import sql as pgsql
 
 from tests.conftest import Cli
 from tests.support.scan import scan
@@ -14,6 +16,7 @@ from waystone.examples.provider import ProviderProcess
 
 EMAIL, PHONE, CARD = "ana.lopez@example.com", "+1 415 555 0100", "4111 1111 1111 1111"
 SECRETS = [EMAIL, PHONE, CARD, "4111111111111111"]
+IBAN = "DE89 3704 0044 0532 0130 00"
 
 
 def test_no_personal_data_is_stored_in_plain_form(
@@ -82,3 +85,44 @@ def test_erase_makes_a_value_unrecoverable_and_keeps_the_history(
     final = json.loads(cli("run", again, "--json").stdout)
     assert final["state"] == "failed" and "erased" in final["reason"]
     assert len(provider.ledger()["notifications"]) == 1
+
+
+def row_counts(conn: psycopg.Connection[Any]) -> dict[str, int]:
+    """The number of rows of every table, Waystone's and LangGraph's."""
+    tables = conn.execute(
+        "SELECT format('%I.%I', table_schema, table_name) FROM information_schema.tables "
+        "WHERE table_type = 'BASE TABLE' "
+        "AND table_schema NOT IN ('pg_catalog', 'information_schema')"
+    ).fetchall()
+    counts = {}
+    for (table,) in tables:
+        row = conn.execute(pgsql.SQL("SELECT count(*) FROM {}").format(pgsql.SQL(table)))
+        counts[table] = row.fetchone()[0]  # type: ignore[index]
+    return counts
+
+
+def test_an_identifier_holding_personal_data_is_refused_and_creates_nothing(
+    cli: Cli, database_url: str
+) -> None:
+    data = {"order_id": "7", "amount": "10.00", "currency": "EUR", "email": "bo@example.com"}
+    started = cli("start", "--agent", "refund", "--input", json.dumps(data), "--json")
+    assert started.returncode == 0, started.stderr
+    thread_id = json.loads(started.stdout)["thread_id"]
+    other = json.dumps({**data, "email": "new.customer@example.com"})  # would be vaulted
+    refused = {
+        "thread id": ("start", "--agent", "refund", "--input", other, "--thread-id", EMAIL),
+        "start key": ("start", "--agent", "refund", "--input", other, "--key", f"iban {IBAN}"),
+        "signal name": ("signal", thread_id, EMAIL, "--payload", "{}"),
+        "signal key": ("signal", thread_id, "customer.replied", "--key", CARD),
+        "fork's thread id": ("fork", thread_id, "--thread-id", f"call {PHONE}"),
+    }
+    with psycopg.connect(database_url) as conn:
+        before = row_counts(conn)
+    for what, command in refused.items():
+        result = cli(*command)
+        assert result.returncode == 2, (what, result.stdout, result.stderr)
+        assert "holds personal data" in result.stderr, (what, result.stderr)
+        for secret in (EMAIL, IBAN, CARD, PHONE):
+            assert secret not in result.stdout + result.stderr, what
+    with psycopg.connect(database_url) as conn:
+        assert row_counts(conn) == before

@@ -292,6 +292,23 @@ def test_api_reject(
     assert runtime.run(waiting).state in ("done", "failed", "needs-human")
 
 
+def test_a_webhook_whose_signal_name_or_key_holds_personal_data_is_refused(
+    waiting: str, served: Served, sql: psycopg.Connection[Any]
+) -> None:
+    tid = quote(waiting, safe="")
+    before = changes(sql)
+    for path, key in (
+        (f"/signals/{tid}/{quote('ana.lopez@example.com', safe='')}", "evt_1"),
+        (f"/signals/{tid}/refund.settled", "+1 415 555 0100"),
+    ):
+        reply = served.request(
+            "POST", path, {"id": "evt_1"}, headers={"Idempotency-Key": key}, token=TOKEN
+        )
+        assert reply.status == 400, (path, key, reply.body)
+        assert "holds personal data" in reply.json()["error"]
+    assert changes(sql) == before
+
+
 def test_api_dashboard(waiting: str, served: Served) -> None:
     reply = served.request("GET", "/api/dashboard")
     assert reply.status == 200, reply.body
