@@ -43,6 +43,118 @@ def test_leaves_ids_amounts_times_and_tokens_alone(text: str) -> None:
     assert list(D.find(text)) == []
 
 
+def found(text: str) -> list[tuple[str, str]]:
+    return [(f.kind, f.value) for f in D.find(text)]
+
+
+def test_a_card_number_given_as_a_json_number_is_found() -> None:
+    assert D.number_kind(4111111111111111) == "card"
+    assert D.number_kind(4000056655665556, "payment") == "card"
+    assert D.number_kind(1111111111111117, "cardNumber") == "card"  # a card key: any network
+
+
+def test_a_phone_number_given_as_a_json_number_under_a_phone_key_is_found() -> None:
+    for key in ("phone", "customerPhone", "mobile_number", "tel", "msisdn"):
+        assert D.number_kind(4155550100, key) == "phone", key
+    assert D.number_kind(23456789, "phone") == "phone"  # 8 digits, a local number
+
+
+def test_json_numbers_that_are_counts_ids_amounts_or_times_are_left_alone() -> None:
+    for number, key in [
+        (1001, "order_id"),
+        (12000, "amount"),
+        (3, "step"),
+        (1764512303, "deadline"),  # epoch seconds: as many digits as a phone number
+        (1764512303123, "created_ms"),  # epoch milliseconds: a card's length
+        (1764512303123456789, None),  # epoch nanoseconds
+        (4155550100, "count"),
+        (4111111111111112, "card"),  # fails Luhn
+        (1001, "phone"),  # too short for a phone number
+        (4155550100, "hotel"),
+    ]:
+        assert D.number_kind(number, key) is None, (number, key)
+
+
+def test_a_card_number_at_the_end_of_a_longer_word_is_found() -> None:
+    assert found("card4000056655665556") == [("card", "4000056655665556")]
+    assert found("ref:visa4111111111111111, ok") == [("card", "4111111111111111")]
+
+
+def test_a_lower_case_iban_is_found() -> None:
+    assert found("iban de89 3704 0044 0532 0130 00 for ana") == [
+        ("iban", "de89 3704 0044 0532 0130 00")
+    ]
+    assert found("gb82west12345698765432") == [("iban", "gb82west12345698765432")]
+
+
+def test_an_email_with_an_internationalised_domain_is_found() -> None:
+    assert found("mail ana@exämple.de now") == [("email", "ana@exämple.de")]
+    assert found("ana@пример.рф") == [("email", "ana@пример.рф")]
+    assert found("ana@xn--e1afmkfd.xn--p1ai") == [("email", "ana@xn--e1afmkfd.xn--p1ai")]
+    assert found("josé@example.com") == [("email", "josé@example.com")]
+    assert found("ana@exa\u0308mple.de") == [("email", "ana@exa\u0308mple.de")]  # decomposed
+
+
+def test_a_spaced_out_or_bracketed_email_is_found() -> None:
+    assert found("write to ana @ example.com today") == [("email", "ana @ example.com")]
+    assert found("ana [at] example [dot] com") == [("email", "ana [at] example [dot] com")]
+    assert found("ana(at)example.com") == [("email", "ana(at)example.com")]
+
+
+def test_an_8_digit_local_phone_number_is_found() -> None:
+    assert found("call 2345 6789 today") == [("phone", "2345 6789")]
+    assert found("ring 23 45 67 89.") == [("phone", "23 45 67 89")]
+    assert found("or 9123-4567") == [("phone", "9123-4567")]
+
+
+def test_a_date_with_its_time_is_not_a_phone_number() -> None:
+    # str(datetime): a space, not a "T", between the date and the time
+    assert found("at 2026-11-30 14:18:23.123817+00:00") == []
+    assert found("on 30.11.2026 14:18, then 14:18:23 1764512303") == [("phone", "1764512303")]
+
+
+def test_a_decimal_amount_is_not_a_phone_number() -> None:
+    assert found("amount 12345678.00 EUR, 1 234 567.89 USD") == []
+
+
+def test_an_international_phone_number_is_not_a_card_number() -> None:
+    assert found("tel:+4915112345678") == [("phone", "+4915112345678")]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"order_id": "1001", "amount": "120.00", "currency": "EUR"}',
+        "on 2026-11-30, 30.11.2026, 11/30/2026 or 20261130",
+        "order 10012345",  # a bare 8-digit number is an id as often as a phone number
+        "1f1ecc8f-b9a4-65db-bfff-4553988d10b6",  # a LangGraph checkpoint id (uuid6)
+        "12345678-1234-5678-1234-567812345678",
+        "00000000000000000000000000000002.0.2438596036592095",  # a channel version
+        "ws-refund-4000056655665556",  # an idempotency key ending in digits
+        "ab4000056655665556cd",  # a hex word, whatever digits it holds
+        "01e057b5b4353d9d198c3b7e4a79fb95585e1534",
+        "ping @ana.lopez",  # a mention, not a spaced-out email
+        "look at this dot com bubble",
+        "de00 3704 0044 0532 0130 00",  # wrong check digits
+        "be12ab34cd56ef78",  # a hex id shaped like a Belgian IBAN
+    ],
+)
+def test_the_agents_own_state_is_left_alone(text: str) -> None:
+    assert found(text) == []
+
+
+def test_a_long_input_is_scanned_to_its_end() -> None:
+    letters, digits = "a" * 64_000, "4" * 64_000
+    text = f"{letters} ana@example.com {digits} 4111 1111 1111 1111 {letters}@example.com"
+    assert found(text) == [
+        ("email", "ana@example.com"),
+        ("card", "4111 1111 1111 1111"),
+        ("email", "a" * 64 + "@example.com"),  # a local part is at most 64 characters
+    ]
+    many = "ana@example.com, " * 4_000
+    assert len(found(many)) == 4_000
+
+
 def test_checksums() -> None:
     assert luhn_ok("4111111111111111") and not luhn_ok("4111111111111112")
     assert iban_ok("DE89 3704 0044 0532 0130 00") and not iban_ok("DE00 3704 0044 0532 0130 00")

@@ -1,8 +1,21 @@
-"""Finding personal data in text: emails, phone numbers, card numbers (Luhn-checked),
-IBANs (mod-97-checked), and any pattern you add. Pure functions, no I/O.
+"""Finding personal data: emails, phone numbers, card numbers (Luhn-checked), IBANs
+(mod-97-checked), and any pattern you add, in text and in JSON numbers. Pure functions,
+no I/O.
 
-Matches never start or end inside a word or an identifier (an idempotency key, a uuid),
-so hex digests and ids are left alone.
+What is found: emails with internationalised or punycode domains, spaced (``ana @
+example.com``) or bracketed (``ana [at] example [dot] com``); phone numbers of 9 to 15
+digits, and of 8 digits when written in groups (``2345 6789``); card numbers, also at the
+end of a word (``card4111111111111111``); IBANs in any case (a lower-case one needs its
+country's exact length); card numbers given as JSON numbers, and phone numbers given as
+JSON numbers under a key that names a phone.
+
+What is left alone: matches never start or end inside an identifier (an idempotency key,
+a uuid, a checkpoint id), a word of hex digits is never looked into, and dates, times and
+decimal amounts are not phone numbers.
+
+A scan takes time linear in the text's length: every built-in pattern starts at a word's
+edge or at an ``@``, and its quantifiers are bounded, so no start costs more than a
+constant. A pattern you add should keep that property.
 """
 
 from __future__ import annotations
@@ -11,8 +24,31 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-_EDGE_L = r"(?<![\w\-./@])"
+_EDGE_L = r"(?<![\w\-./@])(?<!\d:)"  # after "14:18:" comes a time's seconds
 _EDGE_R = r"(?![\w\-/@]|\.\w)"
+_MARKS = "\u0300-\u036f"  # combining accents: a decomposed "exämple" is still one word
+
+# The lengths of IBANs by country (the SWIFT registry).
+IBAN_LENGTHS: dict[str, int] = {
+    **dict.fromkeys(["NO"], 15),
+    **dict.fromkeys(["BE"], 16),
+    **dict.fromkeys(["DK", "FI", "FK", "FO", "GL", "NL", "SD"], 18),
+    **dict.fromkeys(["MK", "SI"], 19),
+    **dict.fromkeys(["AT", "BA", "EE", "KZ", "LT", "LU", "MN", "XK"], 20),
+    **dict.fromkeys(["CH", "HR", "LI", "LV"], 21),
+    **dict.fromkeys(["BG", "BH", "CR", "DE", "GB", "GE", "IE", "ME", "RS", "VA"], 22),
+    **dict.fromkeys(["AE", "GI", "IL", "IQ", "OM", "SO", "TL"], 23),
+    **dict.fromkeys(["AD", "CZ", "ES", "MD", "PK", "RO", "SA", "SE", "SK", "TN", "VG"], 24),
+    **dict.fromkeys(["LY", "PT", "ST"], 25),
+    **dict.fromkeys(["IS", "TR"], 26),
+    **dict.fromkeys(["BI", "DJ", "FR", "GR", "IT", "MC", "MR", "SM"], 27),
+    **dict.fromkeys(["AL", "AZ", "BY", "CY", "DO", "GT", "HU", "LB", "NI", "PL", "SV"], 28),
+    **dict.fromkeys(["BR", "EG", "PS", "QA", "UA"], 29),
+    **dict.fromkeys(["JO", "KW", "MU", "YE"], 30),
+    **dict.fromkeys(["MT", "SC"], 31),
+    **dict.fromkeys(["LC"], 32),
+    **dict.fromkeys(["RU"], 33),
+}
 
 
 def luhn_ok(digits: str) -> bool:
@@ -39,28 +75,116 @@ def _card_ok(match: str) -> bool:
     return 13 <= len(digits) <= 19 and luhn_ok(digits)
 
 
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def _card_in_word_ok(match: str) -> bool:
+    # A word of hex digits is an identifier (a digest, a uuid's part), whatever it holds.
+    letters = re.sub(r"\d", "", match)
+    return any(ch not in _HEX for ch in letters) and _card_ok(match)
+
+
+# Not phone numbers: a date inside the match, a decimal amount, a plain 8-digit number.
+_DATE = re.compile(r"(?<!\d)(?:\d{4}([-./])\d{1,2}\1\d{1,2}|\d{1,2}([-./])\d{1,2}\2\d{4})(?!\d)")
+_DECIMAL = re.compile(r"\d+\.\d+|\d{1,3}(?: \d{3})+\.\d{1,2}")
+_GROUPED_8 = re.compile(r"\d{2,4}(?:[ -]\d{2,4}){1,3}")
+
+
 def _phone_ok(match: str) -> bool:
-    digits = re.sub(r"\D", "", match)
-    return 9 <= len(digits) <= 15
+    digits = sum(ch.isdigit() for ch in match)
+    if _DATE.search(match) or _DECIMAL.fullmatch(match):
+        return False
+    if digits == 8:  # a local number, written as one: "2345 6789", "23 45 67 89"
+        return _GROUPED_8.fullmatch(match) is not None
+    return 9 <= digits <= 15
 
 
 @dataclass(frozen=True)
 class Pattern:
-    """A kind of personal data: a regex and an optional validity check of a match."""
+    """A kind of personal data: a regex and an optional validity check of a match.
+
+    The finding is the whole match, or its group named ``pii`` when the regex has one
+    (the rest of the match is context for the check)."""
 
     kind: str
     regex: re.Pattern[str]
     check: Callable[[str], bool] = field(default=lambda _m: True)
 
+    def spans(self, text: str) -> Iterator[tuple[int, int]]:
+        """Where ``text`` holds this kind, left to right, not overlapping."""
+        group = "pii" if "pii" in self.regex.groupindex else 0
+        for m in self.regex.finditer(text):
+            if self.check(m.group()):
+                yield m.span(group)
+
+
+_LOCAL = rf"[\w.%+\-{_MARKS}]"
+_LABEL = rf"[\w{_MARKS}](?:[\w\-{_MARKS}]{{0,61}}[\w{_MARKS}])?"
+_DOT = r"(?:\.|\s{0,2}[\[(](?i:dot)[\])]\s{0,2})"
+# "@" with spaces on both sides or none ("ping @ana.lopez" is a mention), or "[at]"
+_AT = r"@|\s{1,2}@\s{1,2}|\s{0,2}[\[(](?i:at)[\])]\s{0,2}"
+_TLD = rf"(?:(?i:xn--)[a-zA-Z0-9\-]{{1,59}}|(?:[^\W\d_]|[{_MARKS}]){{2,63}})"
+_LOCAL_REVERSED = re.compile(rf"{_LOCAL}{{1,64}}")  # matched in the reversed text
+_DOMAIN = re.compile(rf"{_LABEL}(?:{_DOT}{_LABEL}){{0,8}}{_DOT}{_TLD}")
+
+
+@dataclass(frozen=True)
+class _Email(Pattern):
+    """Emails, found from their ``@`` (or ``[at]``) outwards: the local part before it
+    (at most 64 characters), the domain after it. Anchoring at the separator keeps a long
+    run of letters without one from being scanned again from each of its positions."""
+
+    def spans(self, text: str) -> Iterator[tuple[int, int]]:
+        reversed_text = ""
+        last = 0
+        for at in self.regex.finditer(text):
+            if at.start() < last:
+                continue
+            domain = _DOMAIN.match(text, at.end())
+            if domain is None:
+                continue
+            reversed_text = reversed_text or text[::-1]
+            local = _LOCAL_REVERSED.match(reversed_text, len(text) - at.start())
+            if local is None:
+                continue
+            start = at.start() - (local.end() - local.start())
+            if start >= last:
+                last = domain.end()
+                yield start, last
+
+
+def _iban_by_country() -> re.Pattern[str]:
+    by_length: dict[int, list[str]] = {}
+    for country, length in IBAN_LENGTHS.items():
+        by_length.setdefault(length, []).append(country)
+    shapes = "|".join(
+        rf"(?:{'|'.join(countries)})\d{{2}}(?: ?[A-Z0-9]){{{length - 4}}}"
+        for length, countries in sorted(by_length.items())
+    )
+    # the lookahead turns most starts away before the alternatives are tried one by one
+    return re.compile(_EDGE_L + rf"(?=[A-Z]{{2}}\d\d)(?:{shapes})" + _EDGE_R, re.IGNORECASE)
+
 
 DEFAULT_PATTERNS: tuple[Pattern, ...] = (
-    Pattern(
-        "email", re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
-    ),
+    _Email("email", re.compile(rf"(?<={_LOCAL})(?:{_AT})(?=[\w{_MARKS}])")),
+    Pattern("iban", _iban_by_country(), iban_ok),
+    # a country missing from the table, in capitals as IBANs are printed
     Pattern("iban", re.compile(_EDGE_L + r"[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}" + _EDGE_R), iban_ok),
-    Pattern("card", re.compile(_EDGE_L + r"\d(?:[ -]?\d){12,18}" + _EDGE_R), _card_ok),
-    Pattern("phone", re.compile(_EDGE_L + r"\+?\(?\d[\d ().-]{7,}\d" + _EDGE_R), _phone_ok),
+    # after a "+" comes a phone number's country code
+    Pattern("card", re.compile(_EDGE_L + r"(?<!\+)\d(?:[ -]?\d){12,18}" + _EDGE_R), _card_ok),
+    Pattern(
+        "card",
+        re.compile(r"(?<![^\W\d_])[^\W\d_]{1,64}(?P<pii>\d{13,19})(?!\d)[^\W\d_]{0,64}"),
+        _card_in_word_ok,
+    ),
+    Pattern("phone", re.compile(_EDGE_L + r"\+?\(?\d[\d ().-]{6,28}\d" + _EDGE_R), _phone_ok),
 )
+
+
+# Keys under which a JSON number is a phone number or a card number (camelCase split).
+_PHONE_KEY = re.compile(r"phone|mobile|msisdn|whatsapp|(?<![a-z])(?:tel|cell|fax|sms)(?![a-z])")
+_CARD_KEY = re.compile(r"card|credit|(?<![a-z])(?:pan|cc)(?![a-z])")
+_CARD_NETWORKS = "23456"  # the first digit of Mastercard, Amex, Visa, Discover, UnionPay...
 
 
 @dataclass(frozen=True)
@@ -82,17 +206,36 @@ class Detector:
         return Detector(tuple(extra) + self.patterns)
 
     def find(self, text: str) -> Iterator[Finding]:
-        taken: list[tuple[int, int]] = []
-        found: list[Finding] = []
+        taken: list[tuple[int, int, str]] = []  # disjoint, sorted by start
         for pattern in self.patterns:
-            for m in pattern.regex.finditer(text):
-                span = m.span()
-                if any(span[0] < e and s < span[1] for s, e in taken):
-                    continue
-                if pattern.check(m.group()):
-                    taken.append(span)
-                    found.append(Finding(pattern.kind, span[0], span[1], m.group()))
-        yield from sorted(found, key=lambda f: f.start)
+            kept: list[tuple[int, int, str]] = []
+            i = 0
+            for start, end in pattern.spans(text):
+                while i < len(taken) and taken[i][1] <= start:
+                    i += 1
+                if i < len(taken) and taken[i][0] < end:
+                    continue  # overlaps an earlier pattern's finding
+                kept.append((start, end, pattern.kind))
+            if kept:
+                taken = sorted(taken + kept)  # two sorted runs: merged in linear time
+        for start, end, kind in taken:
+            yield Finding(kind, start, end, text[start:end])
+
+    def number_kind(self, number: int, key: str | None = None) -> str | None:
+        """The kind of personal data a JSON number is, if any: a card number (Luhn-checked,
+        13 to 19 digits, of a card network or under a key that names a card), or a phone
+        number (8 to 15 digits) under a key that names a phone (``phone``, ``mobile``,
+        ``tel``...). Other numbers (counts, amounts, timestamps, ids) are left alone."""
+        if number < 10_000_000:
+            return None
+        digits = str(number)
+        words = re.sub(r"(?<=[a-z])(?=[A-Z])", "_", key).lower() if key else ""
+        card_like = digits[0] in _CARD_NETWORKS or _CARD_KEY.search(words)
+        if card_like and 13 <= len(digits) <= 19 and luhn_ok(digits):
+            return "card"
+        if len(digits) <= 15 and _PHONE_KEY.search(words):
+            return "phone"
+        return None
 
     def replace(self, text: str, token: Callable[[str, str], str]) -> str:
         """``text`` with every finding replaced by ``token(kind, value)``."""

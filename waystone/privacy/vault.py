@@ -29,6 +29,7 @@ TOKEN = re.compile(r"<pii:([a-z_]+):([a-p]{20})>")
 _LETTERS = str.maketrans("0123456789abcdef", "abcdefghijklmnop")
 CLEAN_TEXT_MAX = 4096  # longer strings are scanned every time
 CLEAN_KEPT = 65536  # clean strings remembered, at most
+NUMBER_MIN = 10_000_000  # smaller numbers have too few digits for a phone or card number
 
 
 class Vault:
@@ -40,7 +41,7 @@ class Vault:
         self._stored: set[str] = set()
         self._clean: set[str] = set()  # strings found free of personal data (bounded)
         self._lock = threading.Lock()
-        self._walk = string_mapper(self.redact_text)
+        self._walk = string_mapper(self.redact_text, self._number)
 
     def check_key(self) -> None:
         """Refuse a key other than the one this database's vault was sealed with."""
@@ -96,11 +97,19 @@ class Vault:
             self._clean.add(text)
         return out
 
-    def redact(self, value: Any) -> Any:
+    def redact(self, value: Any, key: str | None = None) -> Any:
         """``value`` with personal data replaced by tokens, in every string it contains
-        (dict keys included), each container of its own type (see
-        :mod:`waystone.privacy.walk`)."""
-        return self._walk(value)
+        (dict keys included) and in every number that is a card or phone number (a token
+        too: a tool gets the digits back as a string), each container of its own type (see
+        :mod:`waystone.privacy.walk`). ``key`` is the dict key ``value`` sits under: it
+        tells a phone number from a count."""
+        return self._walk(value, key)
+
+    def _number(self, value: int, key: str | None) -> Any:
+        if value < NUMBER_MIN:
+            return value
+        found = self.detector.number_kind(value, key)
+        return value if found is None else self._store(found, str(value))
 
     # -- real values -------------------------------------------------------------------
 

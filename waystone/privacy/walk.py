@@ -20,28 +20,32 @@ from typing import Any
 from langgraph.types import Send
 from pydantic import BaseModel
 
-Walk = Callable[[Any], Any]
+Walk = Callable[..., Any]  # (value, the dict key it sits under, if any) -> mapped value
+NumberFn = Callable[[int, str | None], Any]  # (a number, its dict key) -> it, or what replaces it
 _LEAVES = frozenset({int, float, bool, type(None), bytes, bytearray})
 _OPAQUE = (Enum, int, float, bytes, bytearray, memoryview, type)  # no text to map
 
 
-def string_mapper(text: Callable[[str], str]) -> Walk:
+def string_mapper(text: Callable[[str], str], number: NumberFn | None = None) -> Walk:
     """A function that returns its argument with every string in it (dict keys included)
-    replaced by ``text(string)``. A node's name in a ``Send`` is left as it is: it routes
-    the packet."""
+    replaced by ``text(string)``, and every plain int by ``number(int, key)`` when given
+    (``key``: the dict key it sits under, through lists and tuples; it tells a phone number
+    from a count). A node's name in a ``Send`` is left as it is: it routes the packet."""
 
-    def walk(value: Any) -> Any:
+    def walk(value: Any, key: str | None = None) -> Any:
         kind = type(value)
         if kind is str:
             return text(value) if value else value
+        if kind is int and number is not None:
+            return number(value, key)
         if kind in _LEAVES:  # most of a state: numbers, flags, None (no subclass check)
             return value
         if kind is dict:
-            return {walk(k): walk(v) for k, v in value.items()}
+            return {walk(k): walk(v, k if type(k) is str else None) for k, v in value.items()}
         if kind is list:
-            return [walk(v) for v in value]
+            return [walk(v, key) for v in value]
         if kind is tuple:
-            return tuple([walk(v) for v in value])
+            return tuple([walk(v, key) for v in value])
         return _other(value, walk, text)
 
     return walk
