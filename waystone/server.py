@@ -17,7 +17,8 @@ is refused; reading still works. Anything refused changes nothing.
 
 Errors come back as ``{"error": message}`` (HTML forms: a page with a back link), with the
 HTTP status of the Waystone error: 400 bad input, 404 unknown thread, 409 transition not
-allowed, 503 database unavailable, 500 otherwise.
+allowed, 503 database unavailable, 500 otherwise. A body over ``WAYSTONE_MAX_BODY_BYTES``
+(1 MiB by default) gets 413 and is not read.
 
 This module is the plumbing (the server, request parsing, authentication, routing); the
 routes themselves are in :mod:`waystone.routes` and the HTML in :mod:`waystone.pages`.
@@ -29,6 +30,7 @@ import hashlib
 import hmac
 import json
 import logging
+import os
 import re
 import signal
 import socket
@@ -52,7 +54,8 @@ logger = logging.getLogger(__name__)
 TOKEN_ENV = "WAYSTONE_API_TOKEN"
 SESSION_COOKIE = "waystone_session"
 SESSION_SECONDS = 12 * 3600
-MAX_BODY = 1 << 20  # 1 MiB: approvals and webhook payloads are small
+MAX_BODY_ENV = "WAYSTONE_MAX_BODY_BYTES"
+MAX_BODY = 1 << 20  # 1 MiB unless set: approvals and webhook payloads are small
 PAGE_LIMIT = 200
 
 NO_TOKEN = (
@@ -99,6 +102,19 @@ def session_valid(token: str, value: str, now: float | None = None) -> bool:
     return hmac.compare_digest(value.encode(), session_value(token, expires).encode())
 
 
+def max_body_bytes() -> int:
+    """The largest request body the server reads: ``WAYSTONE_MAX_BODY_BYTES``, or 1 MiB."""
+    raw = os.environ.get(MAX_BODY_ENV, "").strip()
+    if not raw:
+        return MAX_BODY
+    if not (raw.isascii() and raw.isdigit()) or int(raw) == 0:
+        raise BadInput(
+            f"{MAX_BODY_ENV}={raw!r} is not a number of bytes: set a whole number above 0 "
+            f"(the default is {MAX_BODY}, 1 MiB)"
+        )
+    return int(raw)
+
+
 # -- the server --------------------------------------------------------------------------
 
 
@@ -110,6 +126,7 @@ class WaystoneServer(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], runtime: Runtime, token: str | None) -> None:
         self.runtime = runtime
         self.token = token or None
+        self.max_body = max_body_bytes()
         super().__init__(address, Handler)
 
     @property
@@ -321,13 +338,17 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             raise HttpError(411, "send a Content-Length (chunked bodies are not accepted)")
         length_text = self.headers.get("Content-Length", "0").strip() or "0"
-        if not length_text.isdigit():
+        if not (length_text.isascii() and length_text.isdigit()):
             self.close_connection = True
             raise HttpError(400, "Content-Length is not a number")
-        length = int(length_text)
-        if length > MAX_BODY:
+        length, limit = int(length_text), self.app.max_body
+        if length > limit:  # refused unread: the connection closes instead
             self.close_connection = True
-            raise HttpError(413, f"the body is larger than {MAX_BODY} bytes")
+            raise HttpError(
+                413,
+                f"the body is {length} bytes, over this server's limit of {limit} bytes: send "
+                f"a smaller one (the limit is set by {MAX_BODY_ENV})",
+            )
         return self.rfile.read(length) if length else b""
 
     def _error(

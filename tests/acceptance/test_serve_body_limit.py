@@ -1,0 +1,74 @@
+"""``waystone serve`` reads a request body only up to its limit (``WAYSTONE_MAX_BODY_BYTES``,
+1 MiB by default): a larger one gets 413, saying the limit and how to set it, and changes
+nothing."""
+
+from __future__ import annotations
+
+import http.client
+import json
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests.acceptance.test_serve import TOKEN, Served, signals
+from tests.conftest import REFUND_INPUT
+from waystone import BadInput, Runtime
+from waystone.server import MAX_BODY, make_server, max_body_bytes
+
+
+def body_of(size: int) -> str:
+    """A JSON object of exactly ``size`` bytes."""
+    text = json.dumps({"note": ""})
+    return json.dumps({"note": "x" * (size - len(text))})
+
+
+def test_a_body_over_the_configured_limit_gets_413_and_changes_nothing(
+    runtime: Runtime, sql: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WAYSTONE_MAX_BODY_BYTES", "2000")
+    thread_id = runtime.start("refund", REFUND_INPUT).thread_id
+    served = Served(runtime, TOKEN)
+    try:
+        reply = served.request("POST", f"/signals/{thread_id}/note", body_of(2001), token=TOKEN)
+        assert reply.status == 413, reply.body
+        error = reply.json()["error"]
+        assert "2001 bytes" in error and "limit of 2000 bytes" in error, error
+        assert "WAYSTONE_MAX_BODY_BYTES" in error
+        assert signals(sql, thread_id, "note") == []
+
+        reply = served.request("POST", f"/signals/{thread_id}/note", body_of(2000), token=TOKEN)
+        assert reply.status == 200, reply.body
+        assert len(signals(sql, thread_id, "note")) == 1
+    finally:
+        served.close()
+
+
+def test_a_content_length_that_is_not_an_ascii_number_gets_400(runtime: Runtime) -> None:
+    thread_id = runtime.start("refund", REFUND_INPUT).thread_id
+    served = Served(runtime, TOKEN)
+    try:
+        conn = http.client.HTTPConnection(served.host, served.port, timeout=60)
+        try:
+            conn.putrequest("POST", f"/signals/{thread_id}/note")
+            conn.putheader("Authorization", f"Bearer {TOKEN}")
+            conn.putheader("Content-Length", "\N{SUPERSCRIPT TWO}")
+            conn.endheaders(b"{}")
+            resp = conn.getresponse()
+            assert resp.status == 400, resp.read()
+            assert "Content-Length" in json.loads(resp.read())["error"]
+        finally:
+            conn.close()
+    finally:
+        served.close()
+
+
+def test_a_max_body_setting_that_is_not_a_number_of_bytes_is_refused(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("WAYSTONE_MAX_BODY_BYTES", raising=False)
+    assert max_body_bytes() == MAX_BODY == 1 << 20
+    for bad in ("1MiB", "0", "-5", "1.5"):
+        monkeypatch.setenv("WAYSTONE_MAX_BODY_BYTES", bad)
+        with pytest.raises(BadInput, match="WAYSTONE_MAX_BODY_BYTES"):
+            make_server(runtime, "127.0.0.1", 0, TOKEN)
