@@ -13,6 +13,7 @@ from http import HTTPStatus
 from urllib.parse import quote
 
 from waystone.status import RunStatus
+from waystone.web_security import CSRF_FIELD
 
 CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
@@ -53,10 +54,19 @@ def path_segment(thread_id: str) -> str:
     return quote(thread_id, safe="")
 
 
-def page(title: str, body: str, *, logged_in: bool = False) -> str:
+def csrf_field(csrf: str | None) -> str:
+    """The hidden field that carries a session's CSRF token in its forms."""
+    if csrf is None:
+        return ""
+    return f'<input type="hidden" name="{CSRF_FIELD}" value="{esc(csrf)}">'
+
+
+def page(title: str, body: str, *, csrf: str | None = None) -> str:
+    """A page; ``csrf``: the session's token when logged in (its Log out form carries it)."""
     session = (
-        '<form method="post" action="/logout"><button type="submit">Log out</button></form>'
-        if logged_in
+        f'<form method="post" action="/logout">{csrf_field(csrf)}'
+        '<button type="submit">Log out</button></form>'
+        if csrf is not None
         else '<a href="/login">Log in</a>'
     )
     return (
@@ -87,7 +97,7 @@ def state_badge(state: str) -> str:
     return f'<span class="state s-{esc(state)}">{esc(state)}</span>'
 
 
-def approval_forms(status: RunStatus) -> str:
+def approval_forms(status: RunStatus, csrf: str | None = None) -> str:
     pending = status.pending_approval or {}
     tid = path_segment(status.thread_id)
     if status.decision_recorded:
@@ -95,10 +105,12 @@ def approval_forms(status: RunStatus) -> str:
     else:
         forms = (
             f'<form method="post" action="/runs/{tid}/approve" class="approve-form">'
+            f"{csrf_field(csrf)}"
             '<label>by <input type="text" name="by" value="web" required></label>'
             '<input type="text" name="comment" placeholder="comment (optional)">'
             '<button type="submit" class="approve">Approve</button></form>'
             f'<form method="post" action="/runs/{tid}/reject" class="reject-form">'
+            f"{csrf_field(csrf)}"
             '<label>by <input type="text" name="by" value="web" required></label>'
             '<input type="text" name="reason" placeholder="reason (required)" required>'
             '<button type="submit" class="reject">Reject</button></form>'

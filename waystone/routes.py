@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hmac
 import logging
-import time
 
 from waystone.errors import BadInput
 from waystone.pages import approval_forms, esc, page, path_segment, state_badge
@@ -14,7 +13,6 @@ from waystone.server import (
     NO_TOKEN,
     PAGE_LIMIT,
     SESSION_COOKIE,
-    SESSION_SECONDS,
     TOKEN_ENV,
     Handler,
     HttpError,
@@ -27,10 +25,10 @@ from waystone.server import (
     limit_param,
     redirect,
     route,
-    session_value,
     state_param,
     text_field,
 )
+from waystone.web_security import SESSION_SECONDS, new_session_id, session_cookie
 
 logger = logging.getLogger(__name__)
 
@@ -120,6 +118,7 @@ def _counts(rt: Runtime) -> dict[str, int]:
 def index(h: Handler, req: Request) -> Response:
     del req
     rt = h.rt
+    csrf = h.csrf(h.session())
     counts = _counts(rt)
     runs = rt.list(None, PAGE_LIMIT)
     waiting = [rt.status(r.thread_id) for r in rt.list("waiting", PAGE_LIMIT)]
@@ -127,7 +126,7 @@ def index(h: Handler, req: Request) -> Response:
     parts: list[str] = []
     if h.app.token is None:
         parts.append(f'<p class="note">Read-only: {esc(NO_TOKEN)}</p>')
-    elif not h.logged_in():
+    elif csrf is None:
         parts.append('<p class="note"><a href="/login">Log in</a> to approve or reject.</p>')
     parts.append('<h2>Runs by state</h2><div class="counts" id="counts">')
     parts.extend(
@@ -136,7 +135,7 @@ def index(h: Handler, req: Request) -> Response:
     )
     parts.append("</div>")
     parts.append(f'<h2>Pending approvals ({len(approvals)})</h2><div id="approvals">')
-    parts.extend(approval_forms(s) for s in approvals)
+    parts.extend(approval_forms(s, csrf) for s in approvals)
     if not approvals:
         parts.append("<p>No run waits for an approval.</p>")
     parts.append("</div>")
@@ -153,12 +152,13 @@ def index(h: Handler, req: Request) -> Response:
         for r in runs
     )
     parts.append("</tbody></table>")
-    return html_response(page("runs", "".join(parts), logged_in=h.logged_in()))
+    return html_response(page("runs", "".join(parts), csrf=csrf))
 
 
 @route("GET", "/runs/{thread_id}", "html")
 def run_page(h: Handler, req: Request) -> Response:
     thread_id = req.params["thread_id"]
+    csrf = h.csrf(h.session())
     status = h.rt.status(thread_id)
     hist = h.rt.history(thread_id)
     parts = [
@@ -170,7 +170,7 @@ def run_page(h: Handler, req: Request) -> Response:
     if status.waiting_for:
         parts.append(f"<p>waiting for: <code>{esc(status.waiting_for)}</code></p>")
     if status.pending_approval is not None:
-        parts.append(approval_forms(status))
+        parts.append(approval_forms(status, csrf))
     parts.append(
         '<h2>Events</h2><table id="events"><thead><tr><th>#</th><th>at</th><th>kind</th>'
         "<th>what</th><th>actor</th></tr></thead><tbody>"
@@ -204,7 +204,7 @@ def run_page(h: Handler, req: Request) -> Response:
             f"<td><code>{esc(receipt)}</code></td></tr>"
         )
     parts.append('</tbody></table><p><a href="/">Back to the dashboard</a></p>')
-    return html_response(page(thread_id, "".join(parts), logged_in=h.logged_in()))
+    return html_response(page(thread_id, "".join(parts), csrf=csrf))
 
 
 def login_page(message: str | None = None) -> str:
@@ -220,7 +220,7 @@ def login_page(message: str | None = None) -> str:
     return page("log in", body)
 
 
-@route("GET", "/login", "html")
+@route("GET", "/login", "html", anonymous=True)
 def login_form(h: Handler, req: Request) -> Response:
     del req
     if h.app.token is None:
@@ -237,9 +237,10 @@ def login(h: Handler, req: Request) -> Response:
     if not hmac.compare_digest(given.encode(), token.encode()):
         logger.warning("failed login from %s", h.address_string())
         return html_response(login_page("wrong token"), 401)
-    expires = int(time.time()) + SESSION_SECONDS
+    session_id = new_session_id()
+    h.app.sessions.open(session_id)
     cookie = (
-        f"{SESSION_COOKIE}={session_value(token, expires)}; Path=/; HttpOnly; "
+        f"{SESSION_COOKIE}={session_cookie(token, session_id)}; Path=/; HttpOnly; "
         f"SameSite=Strict; Max-Age={SESSION_SECONDS}"
     )
     return redirect("/", (("Set-Cookie", cookie),))
@@ -247,15 +248,17 @@ def login(h: Handler, req: Request) -> Response:
 
 @route("POST", "/logout", "html")
 def logout(h: Handler, req: Request) -> Response:
-    del h, req
+    """Ends the session for every server process (a copy of the cookie opens nothing)."""
+    if h.session() is not None:
+        h.app.sessions.revoke(h.require_session(form_fields(req.body)))
     cookie = f"{SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"
     return redirect("/", (("Set-Cookie", cookie),))
 
 
 @route("POST", "/runs/{thread_id}/approve", "html")
 def form_approve(h: Handler, req: Request) -> Response:
-    h.require_session()
     form = form_fields(req.body)
+    h.require_session(form)
     by = text_field(form, "by", required=True)
     assert by is not None
     comment = text_field(form, "comment", required=False) or None
@@ -266,8 +269,8 @@ def form_approve(h: Handler, req: Request) -> Response:
 
 @route("POST", "/runs/{thread_id}/reject", "html")
 def form_reject(h: Handler, req: Request) -> Response:
-    h.require_session()
     form = form_fields(req.body)
+    h.require_session(form)
     by = text_field(form, "by", required=True)
     reason = text_field(form, "reason", required=True)
     assert by is not None and reason is not None

@@ -11,9 +11,14 @@ It offers three things on one port:
 
 Every request that changes something needs the token (``WAYSTONE_API_TOKEN``, read by the
 caller): ``Authorization: Bearer <token>`` for the API and webhooks, and for the HTML forms
-a session cookie set by ``POST /login`` (HttpOnly, SameSite=Strict) that holds an expiring
-HMAC keyed by the token, never the token itself. Without a configured token every change
-is refused; reading still works. Anything refused changes nothing.
+a session cookie set by ``POST /login`` (HttpOnly, SameSite=Strict; a session Postgres
+keeps until logout or expiry, never the token itself), a form sent from a page of this
+server (its Origin) and the session's CSRF token. With a token configured, reading needs
+it too (a bearer token or a session) unless the server is started for public reads.
+Without a configured token every change is refused; reading still works. The server
+answers only the host names it is configured for (DNS rebinding), and closes a connection
+whose request is not received within its read timeout. Anything refused changes nothing.
+The decisions themselves are in :mod:`waystone.web_security`.
 
 Errors come back as ``{"error": message}`` (HTML forms: a page with a back link), with the
 HTTP status of the Waystone error: 400 bad input, 404 unknown thread, 409 transition not
@@ -26,8 +31,8 @@ routes themselves are in :mod:`waystone.routes` and the HTML in :mod:`waystone.p
 
 from __future__ import annotations
 
-import hashlib
 import hmac
+import io
 import json
 import logging
 import os
@@ -37,7 +42,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -48,14 +53,25 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from waystone.errors import BadInput, DatabaseUnavailable, WaystoneError
 from waystone.pages import CSP, error_page
 from waystone.runtime import Runtime
+from waystone.web_security import (
+    CSRF_FIELD,
+    SessionStore,
+    allowed_hosts,
+    csrf_token,
+    csrf_valid,
+    host_allowed,
+    parse_allowed_hosts,
+    same_origin,
+    session_of,
+)
 
 logger = logging.getLogger(__name__)
 
 TOKEN_ENV = "WAYSTONE_API_TOKEN"
 SESSION_COOKIE = "waystone_session"
-SESSION_SECONDS = 12 * 3600
 MAX_BODY_ENV = "WAYSTONE_MAX_BODY_BYTES"
 MAX_BODY = 1 << 20  # 1 MiB unless set: approvals and webhook payloads are small
+READ_TIMEOUT_S = 10.0  # a request (its line, headers and body) must arrive within this
 PAGE_LIMIT = 200
 
 NO_TOKEN = (
@@ -83,25 +99,6 @@ def http_status(exc: WaystoneError) -> int:
     return {2: 400, 3: 404, 4: 409, 6: 503}.get(exc.exit_code, 500)
 
 
-# -- the session cookie ------------------------------------------------------------------
-
-
-def session_value(token: str, expires: int) -> str:
-    """``<expires>.<hmac>``: an HMAC keyed by the token, so the cookie never holds it."""
-    mac = hmac.new(token.encode(), f"waystone-session:{expires}".encode(), hashlib.sha256)
-    return f"{expires}.{mac.hexdigest()}"
-
-
-def session_valid(token: str, value: str, now: float | None = None) -> bool:
-    expires_text, _, _mac = value.partition(".")
-    if not expires_text.isdigit():
-        return False
-    expires = int(expires_text)
-    if expires < (time.time() if now is None else now):
-        return False
-    return hmac.compare_digest(value.encode(), session_value(token, expires).encode())
-
-
 def max_body_bytes() -> int:
     """The largest request body the server reads: ``WAYSTONE_MAX_BODY_BYTES``, or 1 MiB."""
     raw = os.environ.get(MAX_BODY_ENV, "").strip()
@@ -119,15 +116,37 @@ def max_body_bytes() -> int:
 
 
 class WaystoneServer(ThreadingHTTPServer):
-    """A threading HTTP server that carries the shared Runtime and the token."""
+    """A threading HTTP server that carries the shared Runtime, the token and the rules
+    of who may read and from where (see :func:`make_server`)."""
 
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], runtime: Runtime, token: str | None) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        runtime: Runtime,
+        token: str | None,
+        *,
+        hosts: Sequence[str] = (),
+        public_reads: bool = False,
+        read_timeout: float = READ_TIMEOUT_S,
+    ) -> None:
+        try:
+            extra = parse_allowed_hosts(hosts)
+        except ValueError as exc:
+            raise BadInput(f"--allowed-hosts: {exc}") from exc
+        if not read_timeout > 0:
+            raise BadInput(
+                f"the read timeout must be a positive number of seconds, not {read_timeout}"
+            )
         self.runtime = runtime
         self.token = token or None
         self.max_body = max_body_bytes()
+        self.public_reads = public_reads
+        self.read_timeout = read_timeout
+        self.sessions = SessionStore(runtime.db)
         super().__init__(address, Handler)
+        self.allowed_hosts = allowed_hosts(address[0], int(self.server_address[1]), extra)
 
     @property
     def url(self) -> str:
@@ -142,23 +161,58 @@ class _Server6(WaystoneServer):
     address_family = socket.AF_INET6
 
 
-def make_server(runtime: Runtime, host: str, port: int, token: str | None) -> ThreadingHTTPServer:
+def make_server(
+    runtime: Runtime,
+    host: str,
+    port: int,
+    token: str | None,
+    *,
+    hosts: Sequence[str] = (),
+    public_reads: bool = False,
+    read_timeout: float = READ_TIMEOUT_S,
+) -> ThreadingHTTPServer:
     """A server bound to ``host:port`` (port 0: a free one), not yet serving.
 
-    Call ``serve_forever()`` (for instance in a thread), then ``shutdown()`` and
-    ``server_close()``. The runtime is shared by the request threads.
+    It answers requests whose Host is the bind host, localhost, 127.0.0.1 or [::1] at its
+    port, or one of ``hosts`` (``name``: any port, ``name:port``). ``public_reads`` lets
+    anyone read runs though a token is set. ``read_timeout``: seconds a request may take
+    to arrive. Call ``serve_forever()`` (for instance in a thread), then ``shutdown()``
+    and ``server_close()``. The runtime is shared by the request threads.
     """
     from waystone import routes  # noqa: F401 - importing it registers the routes
 
     cls = _Server6 if ":" in host else WaystoneServer
-    return cls((host, port), runtime, token)
+    return cls(
+        (host, port),
+        runtime,
+        token,
+        hosts=hosts,
+        public_reads=public_reads,
+        read_timeout=read_timeout,
+    )
 
 
 def serve(
-    runtime: Runtime, host: str = "127.0.0.1", port: int = 8765, token: str | None = None
+    runtime: Runtime,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    token: str | None = None,
+    *,
+    hosts: Sequence[str] = (),
+    public_reads: bool = False,
+    read_timeout: float = READ_TIMEOUT_S,
 ) -> None:
-    """Serve until SIGTERM or SIGINT; print ``serving on URL`` once listening."""
-    server = make_server(runtime, host, port, token)
+    """Serve until SIGTERM or SIGINT; print ``serving on URL`` once listening (the
+    options are :func:`make_server`'s)."""
+    server = make_server(
+        runtime,
+        host,
+        port,
+        token,
+        hosts=hosts,
+        public_reads=public_reads,
+        read_timeout=read_timeout,
+    )
     assert isinstance(server, WaystoneServer)
     stopping = threading.Event()
 
@@ -178,7 +232,12 @@ def serve(
             except ValueError:  # not the main thread: the caller stops the server
                 break
         if server.token is None:
-            logger.warning("%s is not set: the server is read-only", TOKEN_ENV)
+            logger.warning(
+                "%s is not set: the server is read-only, and anyone who reaches it reads runs",
+                TOKEN_ENV,
+            )
+        elif server.public_reads:
+            logger.warning("public reads: anyone who reaches the server reads runs")
         sys.stdout.write(f"serving on {server.url}\n")
         sys.stdout.flush()
         server.serve_forever()
@@ -215,6 +274,7 @@ class Route:
     pattern: re.Pattern[str]
     kind: Kind
     action: Callable[[Handler, Request], Response]
+    anonymous: bool  # a GET anyone may read (the login page); other reads need a reader
 
 
 SEGMENT = r"(?P<{}>[^/]+)"
@@ -228,11 +288,11 @@ def _pattern(template: str) -> re.Pattern[str]:
 ROUTES: list[Route] = []
 
 
-def route(method: str, template: str, kind: Kind) -> Callable[..., Any]:
+def route(method: str, template: str, kind: Kind, *, anonymous: bool = False) -> Callable[..., Any]:
     def register(
         fn: Callable[[Handler, Request], Response],
     ) -> Callable[[Handler, Request], Response]:
-        ROUTES.append(Route(method, _pattern(template), kind, fn))
+        ROUTES.append(Route(method, _pattern(template), kind, fn, anonymous))
         return fn
 
     return register
@@ -253,9 +313,43 @@ def redirect(location: str, headers: tuple[tuple[str, str], ...] = ()) -> Respon
     return Response(303, b"", "text/plain", (("Location", location), *headers))
 
 
+class _RequestDeadline(io.RawIOBase):
+    """A connection's reads, each given what is left of its request's time: a client that
+    sends a request a byte at a time is cut off as surely as one that stops."""
+
+    def __init__(self, sock: socket.socket, seconds: float) -> None:
+        super().__init__()
+        self.sock, self.seconds = sock, seconds
+        self.restart()
+
+    def restart(self) -> None:
+        self.deadline = time.monotonic() + self.seconds
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"the request was not received within {self.seconds:g} s")
+        self.sock.settimeout(left)
+        return self.sock.recv_into(buffer)
+
+
 class Handler(BaseHTTPRequestHandler):
     server_version = "waystone"
     sys_version = ""
+
+    def setup(self) -> None:
+        super().setup()
+        self.rfile.close()
+        self.deadline = _RequestDeadline(self.connection, self.app.read_timeout)
+        self.rfile = io.BufferedReader(self.deadline)
+
+    def handle_one_request(self) -> None:
+        # An idle keep-alive connection, and each request on it, gets the read timeout.
+        self.deadline.restart()
+        super().handle_one_request()
 
     @property
     def app(self) -> WaystoneServer:
@@ -291,6 +385,14 @@ class Handler(BaseHTTPRequestHandler):
         path = parts.path or "/"
         kind: Kind = "api" if path.startswith(("/api/", "/signals/")) else "html"
         try:
+            host = self.headers.get("Host")
+            if not host_allowed(host, self.app.allowed_hosts):
+                self.close_connection = True
+                raise HttpError(
+                    400,
+                    f"this server does not answer for the host {host!r}: "
+                    "start it with --allowed-hosts to add a name",
+                )
             found, allowed = None, []
             for r in ROUTES:
                 m = r.pattern.match(path)
@@ -308,6 +410,8 @@ class Handler(BaseHTTPRequestHandler):
                 raise HttpError(404, f"no such page or endpoint: {path}")
             r, m = found
             kind = r.kind
+            if method == "GET" and not r.anonymous:
+                self.require_reader()
             request = Request(
                 method=method,
                 path=path,
@@ -317,6 +421,9 @@ class Handler(BaseHTTPRequestHandler):
                 body=self._read_body() if method in ("POST", "PUT", "PATCH") else b"",
             )
             response = r.action(self, request)
+        except TimeoutError as exc:
+            self.close_connection = True
+            response = self._error(kind, 408, str(exc))
         except HttpError as exc:
             response = self._error(kind, exc.status, exc.message, tuple(exc.headers.items()))
         except WaystoneError as exc:
@@ -361,12 +468,15 @@ class Handler(BaseHTTPRequestHandler):
 
     def _send(self, response: Response) -> None:
         try:
+            self.connection.settimeout(self.app.read_timeout)  # reads left it at their rest
             self.send_response(response.status)
             self.send_header("Content-Type", response.content_type)
             self.send_header("Content-Length", str(len(response.body)))
             self.send_header("Cache-Control", "no-store")
             self.send_header("X-Content-Type-Options", "nosniff")
-            self.send_header("Referrer-Policy", "no-referrer")
+            # same-origin, not no-referrer: with no-referrer a browser sends `Origin: null`
+            # on the page's own form posts, which the origin check must refuse
+            self.send_header("Referrer-Policy", "same-origin")
             if response.content_type.startswith("text/html"):
                 self.send_header("Content-Security-Policy", CSP)
                 self.send_header("X-Frame-Options", "DENY")
@@ -380,32 +490,78 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- auth ----------------------------------------------------------------------------
 
-    def require_bearer(self) -> None:
+    def bearer_valid(self) -> bool:
         token = self.app.token
-        if token is None:
-            raise HttpError(401, NO_TOKEN)
         scheme, _, given = self.headers.get("Authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(
-            given.strip().encode(), token.encode()
-        ):
+        return (
+            token is not None
+            and scheme.lower() == "bearer"
+            and hmac.compare_digest(given.strip().encode(), token.encode())
+        )
+
+    def require_bearer(self) -> None:
+        if self.app.token is None:
+            raise HttpError(401, NO_TOKEN)
+        if not self.bearer_valid():
             raise HttpError(
                 401,
                 "missing or wrong token: send Authorization: Bearer <WAYSTONE_API_TOKEN>",
                 {"WWW-Authenticate": 'Bearer realm="waystone"'},
             )
 
-    def logged_in(self) -> bool:
+    def session(self) -> str | None:
+        """The id of the open session the request's cookie carries, if any."""
         token = self.app.token
         if token is None:
-            return False
-        value = _cookies(self.headers.get("Cookie", "")).get(SESSION_COOKIE)
-        return value is not None and session_valid(token, value)
+            return None
+        session_id = session_of(token, _cookies(self.headers.get("Cookie", "")).get(SESSION_COOKIE))
+        if session_id is None or not self.app.sessions.active(session_id):
+            return None
+        return session_id
 
-    def require_session(self) -> None:
-        if self.app.token is None:
+    def csrf(self, session_id: str | None) -> str | None:
+        """The CSRF token the session's forms carry (None: not logged in)."""
+        if session_id is None or self.app.token is None:
+            return None
+        return csrf_token(self.app.token, session_id)
+
+    def require_reader(self) -> None:
+        """Reading is open without a token (a read-only server) or with public reads;
+        otherwise it needs the bearer token or a session."""
+        if self.app.token is None or self.app.public_reads or self.bearer_valid():
+            return
+        if self.session() is None:
+            raise HttpError(
+                401,
+                "reading needs the API token: log in, or send Authorization: Bearer "
+                "<WAYSTONE_API_TOKEN>",
+                {"WWW-Authenticate": 'Bearer realm="waystone"'},
+            )
+
+    def require_session(self, form: Mapping[str, str]) -> str:
+        """A form post's session id, once the post is known to come from one of this
+        server's pages of that session: its Origin, and the session's CSRF token."""
+        token = self.app.token
+        if token is None:
             raise HttpError(401, NO_TOKEN)
-        if not self.logged_in():
+        session_id = self.session()
+        if session_id is None:
             raise HttpError(401, "not logged in: log in with the API token first")
+        self.require_same_origin()
+        if not csrf_valid(token, session_id, form.get(CSRF_FIELD)):
+            raise HttpError(
+                403, "the form's CSRF token is missing or wrong: reload the page and send it again"
+            )
+        return session_id
+
+    def require_same_origin(self) -> None:
+        host = self.headers.get("Host", "")
+        if not same_origin(self.headers.get("Origin"), self.headers.get("Referer"), host):
+            raise HttpError(
+                403,
+                f"this form was not sent from a page of http://{host} (Origin "
+                f"{self.headers.get('Origin')!r}): open the dashboard there and send it again",
+            )
 
 
 def _cookies(header: str) -> dict[str, str]:

@@ -22,7 +22,8 @@ import pytest
 from tests.conftest import REFUND_INPUT, ROOT
 from waystone import Runtime
 from waystone.examples.provider import ProviderProcess
-from waystone.server import SESSION_COOKIE, make_server, session_value
+from waystone.server import SESSION_COOKIE, make_server
+from waystone.web_security import session_cookie
 
 TOKEN = "t0ken-for-the-serve-tests"
 CHROMIUM = "/usr/bin/chromium"
@@ -148,12 +149,13 @@ def test_changes_without_the_token_are_refused_and_change_nothing(
             reply = served.request(method, path, body, headers=auth)
             assert reply.status == 401, (path, auth, reply.body)
             assert "error" in reply.json()
-    # The HTML forms: no cookie, a forged one (the token itself), an expired one.
+    # The HTML forms: no cookie, a forged one (the token itself), one signed right for a
+    # session never opened, one signed with another token.
     forged = [
         {},
         {"Cookie": f"{SESSION_COOKIE}={TOKEN}"},
-        {"Cookie": f"{SESSION_COOKIE}={session_value(TOKEN, 1)}"},
-        {"Cookie": f"{SESSION_COOKIE}={session_value('another-token', 4102444800)}"},
+        {"Cookie": f"{SESSION_COOKIE}={session_cookie(TOKEN, 'never-opened')}"},
+        {"Cookie": f"{SESSION_COOKIE}={session_cookie('another-token', 'x')}"},
     ]
     form = {"Content-Type": "application/x-www-form-urlencoded"}
     for cookie in forged:
@@ -193,17 +195,20 @@ def test_api_with_the_token(
 ) -> None:
     tid = quote(waiting, safe="")
 
-    runs = served.request("GET", "/api/runs")
+    def read(path: str) -> Reply:
+        return served.request("GET", path, token=TOKEN)
+
+    runs = read("/api/runs")
     assert runs.status == 200 and runs.headers["content-type"] == "application/json"
     assert [r["thread_id"] for r in runs.json()["runs"]] == [waiting]
-    assert served.request("GET", "/api/runs?state=waiting").json()["runs"][0]["state"] == "waiting"
-    assert served.request("GET", "/api/runs?state=done").json() == {"runs": []}
-    assert served.request("GET", "/api/runs?state=bogus").status == 400
+    assert read("/api/runs?state=waiting").json()["runs"][0]["state"] == "waiting"
+    assert read("/api/runs?state=done").json() == {"runs": []}
+    assert read("/api/runs?state=bogus").status == 400
 
-    status = served.request("GET", f"/api/runs/{tid}").json()
+    status = read(f"/api/runs/{tid}").json()
     assert status == runtime.status(waiting).to_dict()
     assert status["pending_approval"]["tool"] and status["decision_recorded"] is False
-    history = served.request("GET", f"/api/runs/{tid}/history").json()
+    history = read(f"/api/runs/{tid}/history").json()
     assert history["thread_id"] == waiting and history["state"] == "waiting"
     assert history["events"] and history["checkpoints"]
 
@@ -216,9 +221,9 @@ def test_api_with_the_token(
         reply = served.request(method, path, {"by": "ana"}, token=TOKEN)
         assert reply.status == 404, (path, reply.body)
         assert "unknown thread" in reply.json()["error"]
-    assert served.request("GET", "/api/nothing-here").status == 404
-    assert served.request("GET", "/nothing-here").status == 404
-    assert served.request("GET", f"/api/runs/{tid}/approve").status == 405
+    assert read("/api/nothing-here").status == 404
+    assert read("/nothing-here").status == 404
+    assert read(f"/api/runs/{tid}/approve").status == 405
 
     before = changes(sql)
     for bad in ("{not json", "[1, 2]", '"text"', ""):
@@ -264,7 +269,7 @@ def test_api_with_the_token(
         "ana",
     )
     assert runtime.run(waiting).state == "done"
-    assert served.request("GET", f"/api/runs/{tid}").json()["state"] == "done"
+    assert read(f"/api/runs/{tid}").json()["state"] == "done"
 
     # Nothing waits any more: deciding again is a conflict, and changes nothing.
     before = changes(sql)
@@ -310,7 +315,7 @@ def test_a_webhook_whose_signal_name_or_key_holds_personal_data_is_refused(
 
 
 def test_api_dashboard(waiting: str, served: Served) -> None:
-    reply = served.request("GET", "/api/dashboard")
+    reply = served.request("GET", "/api/dashboard", token=TOKEN)
     assert reply.status == 200, reply.body
     data = reply.json()
     for key in (
@@ -344,21 +349,15 @@ def test_dashboard_page_in_a_real_browser(
             context = browser.new_context()
             page = context.new_page()
 
-            # Not logged in: the page shows the approval, but clicking Approve is refused.
-            page.goto(served.url + "/")
-            assert page.locator("#counts").inner_text()
-            assert page.locator(f"{run_row} .run-state").inner_text() == "waiting"
-            before = changes(sql)
-            with page.expect_response(lambda r: r.request.method == "POST") as refused:
-                page.locator(f"{approval} button.approve").click()
-            assert refused.value.status == 401
-            page.wait_for_load_state()
-            assert "not logged in" in page.locator("#error").inner_text()
-            assert changes(sql) == before
-            assert signals(sql, waiting, "approval") == []
+            # Not logged in: the page shows nothing of the runs, and says to log in.
+            refused = page.goto(served.url + "/")
+            assert refused is not None and refused.status == 401
+            assert "reading needs the API token" in page.locator("#error").inner_text()
+            assert page.locator(approval).count() == 0 and waiting not in page.content()
 
             # Log in with the token: an HttpOnly, SameSite=Strict cookie, not the token.
-            page.goto(served.url + "/login")
+            page.locator('a[href="/login"]').first.click()
+            page.wait_for_url(served.url + "/login")
             page.fill('input[name="token"]', TOKEN)
             page.click('#login button[type="submit"]')
             page.wait_for_url(served.url + "/")
@@ -426,7 +425,7 @@ def test_serve_prints_its_url_and_stops_on_sigterm(database_url: str) -> None:
         assert parts.port and parts.port != 0
         conn = http.client.HTTPConnection("127.0.0.1", parts.port, timeout=30)
         try:
-            conn.request("GET", "/api/runs")
+            conn.request("GET", "/api/runs", headers={"Authorization": f"Bearer {TOKEN}"})
             resp = conn.getresponse()
             assert (resp.status, json.loads(resp.read())) == (200, {"runs": []})
         finally:

@@ -143,10 +143,38 @@ def dashboard(
 def serve_cmd(
     host: Annotated[str, typer.Option("--host", envvar="WAYSTONE_HOST")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, envvar="WAYSTONE_PORT")] = 8765,
+    allowed_hosts: Annotated[
+        str,
+        typer.Option(
+            "--allowed-hosts",
+            envvar="WAYSTONE_ALLOWED_HOSTS",
+            help="Comma-separated host names (NAME: any port, NAME:PORT) the server answers "
+            "besides the bind host, localhost, 127.0.0.1 and [::1] at its port.",
+        ),
+    ] = "",
+    public_reads: Annotated[
+        bool,
+        typer.Option(
+            "--public-reads",
+            envvar="WAYSTONE_PUBLIC_READS",
+            help="Let anyone who reaches the server read runs (a read-only dashboard); "
+            "changes still need the token.",
+        ),
+    ] = False,
+    read_timeout: Annotated[
+        float,
+        typer.Option(
+            "--read-timeout",
+            min=0.1,
+            envvar="WAYSTONE_READ_TIMEOUT",
+            help="Seconds a request may take to arrive; a slower connection is closed.",
+        ),
+    ] = 10.0,
     database_url: DbOpt = None,
 ) -> None:
-    """Serve the dashboard page, the JSON API and provider webhooks. Changes need
-    WAYSTONE_API_TOKEN (a bearer token; a form login for the page)."""
+    """Serve the dashboard page, the JSON API and provider webhooks. With
+    WAYSTONE_API_TOKEN set, reads and changes need it (a bearer token; a form login for
+    the page); without it the server is read-only."""
     import logging
 
     from waystone import server
@@ -156,7 +184,15 @@ def serve_cmd(
         with _runtime(database_url) as rt:
             for handler in logging.getLogger().handlers:
                 handler.addFilter(rt.vault.log_filter())
-            server.serve(rt, host, port, os.environ.get("WAYSTONE_API_TOKEN") or None)
+            server.serve(
+                rt,
+                host,
+                port,
+                os.environ.get("WAYSTONE_API_TOKEN") or None,
+                hosts=allowed_hosts.split(","),
+                public_reads=public_reads,
+                read_timeout=read_timeout,
+            )
 
     _guard(body)
 

@@ -463,3 +463,19 @@ WHERE c.metadata->>'run_id' = ANY(%(run_ids)s)
 
 -- name: delete_checkpoints_for_runs
 DELETE FROM public.checkpoints WHERE metadata->>'run_id' = ANY(%(run_ids)s);
+
+-- name: open_web_session
+-- A login: the new session, and away with those that have expired (logins are rare; the
+-- table stays as small as the number of open sessions).
+WITH expired AS (
+    DELETE FROM waystone.web_sessions WHERE expires_at <= clock_timestamp()
+)
+INSERT INTO waystone.web_sessions (key, expires_at)
+VALUES (%(key)s, clock_timestamp() + make_interval(secs => %(seconds)s::float8));
+
+-- name: web_session_active
+SELECT 1 AS active FROM waystone.web_sessions
+WHERE key = %(key)s AND expires_at > clock_timestamp();
+
+-- name: revoke_web_session
+DELETE FROM waystone.web_sessions WHERE key = %(key)s;

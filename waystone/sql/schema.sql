@@ -247,3 +247,11 @@ CREATE TABLE waystone.settings (
     name  text PRIMARY KEY,
     value text NOT NULL
 );
+
+-- The web page's sessions (`waystone serve`): one row per logged-in browser until it logs
+-- out or the session expires, shared by every server process.
+CREATE TABLE waystone.web_sessions (
+    key        text PRIMARY KEY,   -- sha256 of the session id (the cookie holds the id)
+    created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    expires_at timestamptz NOT NULL
+);
