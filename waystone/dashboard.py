@@ -54,6 +54,7 @@ RETRY_KINDS: Final[dict[str, str]] = {
     "confirm-retry": "confirm",
     "model-timeout": "propose",
     "model-error": "propose",
+    "proposal-corrected": "propose",
 }
 
 # -- Read-only reporting queries ---------------------------------------------------------

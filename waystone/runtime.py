@@ -37,6 +37,7 @@ from waystone.privacy.keys import at_rest_sealer, load_key
 from waystone.privacy.readable import refuse_personal_data
 from waystone.privacy.seal import open_value
 from waystone.privacy.vault import Vault
+from waystone.proposers import correction_budget
 from waystone.runs import driver, leases
 from waystone.runs.registry import Run, RunRegistry, process_owner
 from waystone.runs.signals import SignalBox
@@ -247,7 +248,8 @@ class Runtime:
                     claimed,
                     self.registry,
                     self.signals,
-                    recursion_limit=spec.max_steps * 8 + 20,
+                    # each step's few nodes, and each correction of its proposal
+                    recursion_limit=spec.max_steps * (8 + correction_budget(spec.proposer)) + 20,
                     control=control,
                 )
             except GraphDrained:

@@ -7,10 +7,9 @@ from typing import Any
 
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import Runnable
 
-from waystone.errors import PermanentError
 from waystone.examples import refund
 from waystone.proposers import ChatModelProposer, ProposalContext
 
@@ -57,10 +56,49 @@ def test_answer_without_tool_call_means_nothing_more_to_do() -> None:
     assert ChatModelProposer(model).propose(ProposalContext("goal", INPUT), TOOLS) is None
 
 
-def test_model_without_tool_calling_is_a_clear_error() -> None:
+def test_model_without_tool_calling_is_refused_at_construction() -> None:
     model = GenericFakeChatModel(messages=iter([AIMessage(content="x")]))
-    with pytest.raises(PermanentError, match="does not support tool calling"):
-        ChatModelProposer(model).propose(ProposalContext("goal", INPUT), TOOLS)
+    with pytest.raises(TypeError, match="GenericFakeChatModel does not support tool calling"):
+        ChatModelProposer(model)
+
+
+def test_object_without_bind_tools_is_refused_at_construction() -> None:
+    with pytest.raises(TypeError, match="object does not support tool calling"):
+        ChatModelProposer(object())  # type: ignore[arg-type]
+
+
+def test_negative_correction_budget_is_refused() -> None:
+    with pytest.raises(ValueError, match="max_corrections must be 0 or more"):
+        ChatModelProposer(fake(), max_corrections=-1)
+
+
+def test_rejected_calls_go_back_to_the_model_as_tool_errors() -> None:
+    call = {"name": "refund", "args": {"order_id": "1001"}, "id": "call_2"}
+    model = fake(AIMessage(content="", tool_calls=[call]))
+    rejected = [
+        {"tool": "refnd", "args": {"x": 1}, "error": "'refnd' is not a valid tool"},
+        {"tool": "refund", "args": {"order_id": "1001"}, "error": "amount: field required"},
+    ]
+    proposer = ChatModelProposer(model)
+    messages = proposer.conversation(ProposalContext("goal", INPUT, corrections=rejected))
+    kinds = [type(m).__name__ for m in messages]
+    assert kinds == [
+        "SystemMessage",
+        "HumanMessage",
+        "AIMessage",
+        "ToolMessage",
+        "AIMessage",
+        "ToolMessage",
+    ]
+    first_call, first_error = messages[2], messages[3]
+    assert isinstance(first_call, AIMessage) and isinstance(first_error, ToolMessage)
+    assert first_call.tool_calls[0]["name"] == "refnd"
+    assert first_call.tool_calls[0]["args"] == {"x": 1}
+    assert first_error.tool_call_id == first_call.tool_calls[0]["id"]
+    assert first_error.status == "error"
+    assert first_error.content == "Error: 'refnd' is not a valid tool\n Please fix your mistakes."
+    proposal = proposer.propose(ProposalContext("goal", INPUT, corrections=rejected), TOOLS)
+    assert proposal is not None and proposal.tool == "refund"
 
 
 def test_scripted_proposer_follows_the_plan_and_stops() -> None:

@@ -14,6 +14,8 @@ ACTION = {"ordinal": 1, "tool": "t", "args": {}, "risk": "low", "key": "k", "dig
 def test_after_propose() -> None:
     assert routing.after_propose({"action": ACTION}) == "authorize"  # type: ignore[typeddict-item]
     assert routing.after_propose({"action": None}) == "verify-checks"
+    rejected = [{"tool": "refnd", "args": {}, "error": "not a valid tool"}]
+    assert routing.after_propose({"action": None, "corrections": rejected}) == "propose"
     assert routing.after_propose({"outcome": {"state": "failed", "reason": "x"}}) == "end"
 
 

@@ -37,7 +37,7 @@ ROUTES: dict[str, Callable[[AgentState], str]] = {
     "verify": routing.after_verify,
 }
 DESTINATIONS: dict[str, tuple[str, ...]] = {  # for drawing the graph
-    "propose": ("authorize", CHECK_NODE, "verify", END),
+    "propose": ("authorize", "propose", CHECK_NODE, "verify", END),
     "authorize": ("execute", "authorize", END),
     "execute": ("confirm", "propose", END),
     "confirm": (CHECK_NODE, "verify", END),

@@ -6,7 +6,7 @@ from typing import Literal
 
 from waystone.graph.state import AgentState
 
-AfterPropose = Literal["authorize", "verify-checks", "end"]
+AfterPropose = Literal["authorize", "propose", "verify-checks", "end"]
 AfterAuthorize = Literal["execute", "authorize", "end"]
 AfterExecute = Literal["confirm", "propose", "end"]
 AfterVerify = Literal["propose", "end"]
@@ -15,7 +15,11 @@ AfterVerify = Literal["propose", "end"]
 def after_propose(state: AgentState) -> AfterPropose:
     if state.get("outcome"):
         return "end"
-    return "authorize" if state.get("action") else "verify-checks"
+    if state.get("action"):
+        return "authorize"
+    if state.get("corrections"):
+        return "propose"  # an invalid proposal, handed back to the proposer
+    return "verify-checks"
 
 
 def after_authorize(state: AgentState) -> AfterAuthorize:

@@ -53,6 +53,7 @@ class AgentState(TypedDict, total=False):
     receipt: dict[str, Any] | None
     confirmation: dict[str, Any] | None
     failure: dict[str, Any] | None
+    corrections: list[dict[str, Any]] | None  # this step's invalid proposals, for the proposer
     completed: Annotated[list[dict[str, Any]], keep_completed]
     completed_count: int
     checks: Annotated[dict[str, dict[str, Any]], merge_checks]

@@ -1,4 +1,10 @@
-"""propose: ask the proposer for the next action and give it its identity (key, digest)."""
+"""propose: ask the proposer for the next action and give it its identity (key, digest).
+
+An invalid proposal (an unknown tool, arguments that do not validate) is kept in the
+state's ``corrections`` and the node runs again, so the proposer sees its error; the count
+lives in the checkpoint, so a crash mid-correction does not give the proposer a fresh
+budget. Past the proposer's budget the run fails.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +18,11 @@ from langchain_core.runnables import RunnableConfig
 
 from waystone.crash import crash_point
 from waystone.effects.keys import action_digest, idempotency_key
+from waystone.effects.tools import Tool
 from waystone.errors import PermanentError
 from waystone.graph.ports import Ports, RunScope
 from waystone.graph.state import Action, AgentState
-from waystone.proposers import Proposal, ProposalContext
+from waystone.proposers import Proposal, ProposalContext, correction_budget
 
 T = TypeVar("T")
 
@@ -67,12 +74,24 @@ def _ask(ports: Ports, scope: RunScope, ctx: ProposalContext) -> Proposal | None
     )
 
 
+def _check(ports: Ports, proposal: Proposal) -> tuple[Tool, dict[str, Any]]:
+    """The proposal's tool and validated arguments; :class:`PermanentError` saying what is
+    wrong, in words the proposer can act on."""
+    tool = ports.agent.tool(proposal.tool)
+    if tool is None:
+        known = ", ".join(ports.agent.tools) or "none"
+        raise PermanentError(f"{proposal.tool!r} is not a valid tool, try one of [{known}]")
+    return tool, tool.validate(proposal.args)
+
+
 def make_propose(ports: Ports) -> Any:
-    agent = ports.agent
+    budget = correction_budget(ports.agent.proposer)
 
     def propose(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         scope = ports.scope(config)
-        steps = state.get("steps", 0) + 1
+        corrections = state.get("corrections") or []
+        # a correction asks again for the same step: it spends none of the step budget
+        steps = state.get("steps", 0) + (0 if corrections else 1)
         ctx = ProposalContext(
             goal=state.get("goal", ""),
             input=state.get("input", {}),
@@ -80,12 +99,14 @@ def make_propose(ports: Ports) -> Any:
             completed_count=state.get("completed_count", 0),
             failure=state.get("failure"),
             evidence=state.get("evidence", []),
+            corrections=corrections,
         )
         cleared: dict[str, Any] = {
             "steps": steps,
             "decision": None,
             "receipt": None,
             "confirmation": None,
+            "corrections": None,
         }
         try:
             proposal = _ask(ports, scope, ctx)
@@ -96,26 +117,10 @@ def make_propose(ports: Ports) -> Any:
         if proposal is None:
             idle = {"step": "propose", "note": "proposer has no further action"}
             return {**cleared, "action": None, "evidence": [idle]}
-        tool = agent.tool(proposal.tool)
-        if tool is None:
-            reason = f"the proposer asked for unknown tool {proposal.tool!r}"
-            return {
-                **cleared,
-                "action": None,
-                "outcome": {"state": "failed", "reason": reason, "at": "propose"},
-            }
         try:
-            args = tool.validate(proposal.args)
+            tool, args = _check(ports, proposal)
         except PermanentError as exc:
-            return {
-                **cleared,
-                "action": None,
-                "outcome": {
-                    "state": "failed",
-                    "reason": f"proposal rejected: {exc}",
-                    "at": "propose",
-                },
-            }
+            return {**cleared, **_rejected(scope, proposal, str(exc), corrections, budget)}
         ordinal = state.get("ordinal", 0) + 1
         action: Action = {
             "ordinal": ordinal,
@@ -127,6 +132,8 @@ def make_propose(ports: Ports) -> Any:
             "digest": action_digest(tool.name, args),
         }
         note: dict[str, Any] = {"step": "propose", "tool": tool.name, "ordinal": ordinal}
+        if corrections:
+            note["corrections"] = len(corrections)
         return {
             **cleared,
             "action": action,
@@ -136,3 +143,31 @@ def make_propose(ports: Ports) -> Any:
         }
 
     return propose
+
+
+def _rejected(
+    scope: RunScope,
+    proposal: Proposal,
+    error: str,
+    corrections: list[dict[str, Any]],
+    budget: int,
+) -> dict[str, Any]:
+    """The update for an invalid proposal: handed back to the proposer while its budget
+    lasts (the history records each), then the run fails with the last error."""
+    if len(corrections) < budget:
+        rejected = {"tool": proposal.tool, "args": proposal.args, "error": error}
+        n = len(corrections) + 1
+        scope.event(
+            "proposal-corrected",
+            f"invalid proposal handed back to the proposer ({n} of {budget}): {error}",
+            {"tool": proposal.tool, "args": proposal.args, "correction": n, "budget": budget},
+        )
+        return {"action": None, "corrections": [*corrections, rejected]}
+    if budget:
+        reason = (
+            f"the proposer's action was invalid {budget + 1} times in a row "
+            f"({budget} corrections spent); last: {error}"
+        )
+    else:
+        reason = f"proposal rejected: {error}"
+    return {"action": None, "outcome": {"state": "failed", "reason": reason, "at": "propose"}}
