@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 
 from waystone.agent import AgentSpec
 from waystone.errors import BadInput
@@ -25,8 +26,14 @@ def default_agents() -> dict[str, AgentSpec]:
 
 
 def load_agents(text: str) -> list[AgentSpec]:
+    """The agents ``text`` names (``module:attribute``, comma-separated). Modules are found
+    in the current directory too, as ``python -m`` finds them: the installed ``waystone``
+    command's path starts at its own script's directory instead."""
     found: list[AgentSpec] = []
-    for ref in filter(None, (part.strip() for part in text.split(","))):
+    refs = [part.strip() for part in text.split(",") if part.strip()]
+    if refs:
+        _with_cwd_on_path()
+    for ref in refs:
         module_name, _, attr = ref.partition(":")
         try:
             obj = getattr(importlib.import_module(module_name), attr)
@@ -38,3 +45,9 @@ def load_agents(text: str) -> list[AgentSpec]:
             raise BadInput(f"WAYSTONE_AGENTS: {ref!r} is not an AgentSpec")
         found.append(spec)
     return found
+
+
+def _with_cwd_on_path() -> None:
+    cwd = os.getcwd()
+    if not any(os.path.abspath(entry or os.curdir) == cwd for entry in sys.path):
+        sys.path.insert(0, cwd)

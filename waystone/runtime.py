@@ -428,7 +428,8 @@ class Runtime:
                 if waiting_on is not None and waiting_on.value.get("kind") == driver.APPROVAL:
                     pending = waiting_on.value
         recorded = any(s.name == driver.APPROVAL for s in self.signals.pending(thread_id))
-        return status_of(run, step, pending, recorded)
+        lease = self.registry.lease(thread_id) if run.state == "running" else None
+        return status_of(run, step, pending, recorded, lease)
 
     def list(self, state: str | None = None, limit: int = 100) -> list[RunStatus]:
         return [status_of(r, None, None, False) for r in self.registry.list_runs(state, limit)]

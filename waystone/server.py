@@ -201,9 +201,10 @@ def serve(
     hosts: Sequence[str] = (),
     public_reads: bool = False,
     read_timeout: float = READ_TIMEOUT_S,
+    announce: Callable[[str], None] | None = None,
 ) -> None:
-    """Serve until SIGTERM or SIGINT; print ``serving on URL`` once listening (the
-    options are :func:`make_server`'s)."""
+    """Serve until SIGTERM or SIGINT; once listening, ``announce(url)`` (default: print
+    ``serving on URL``). The other options are :func:`make_server`'s."""
     server = make_server(
         runtime,
         host,
@@ -238,13 +239,17 @@ def serve(
             )
         elif server.public_reads:
             logger.warning("public reads: anyone who reaches the server reads runs")
-        sys.stdout.write(f"serving on {server.url}\n")
-        sys.stdout.flush()
+        (announce or _print_url)(server.url)
         server.serve_forever()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         server.server_close()
+
+
+def _print_url(url: str) -> None:
+    sys.stdout.write(f"serving on {url}\n")
+    sys.stdout.flush()
 
 
 # -- routing -----------------------------------------------------------------------------

@@ -20,13 +20,18 @@ class RunStatus:
     reason: str
     decision_recorded: bool
     waiting_for: str | None = None
+    lease: dict[str, Any] | None = None  # a running run's: owner, expires_at, expires_in_s
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 def status_of(
-    run: Run, step: str | None, pending: dict[str, Any] | None, recorded: bool
+    run: Run,
+    step: str | None,
+    pending: dict[str, Any] | None,
+    recorded: bool,
+    lease: dict[str, Any] | None = None,
 ) -> RunStatus:
     return RunStatus(
         thread_id=run.thread_id,
@@ -39,6 +44,7 @@ def status_of(
         reason=run.reason,
         decision_recorded=recorded,
         waiting_for=run.waiting_for if run.state == "waiting" else None,
+        lease=lease if run.state == "running" else None,
     )
 
 

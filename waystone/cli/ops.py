@@ -5,9 +5,12 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
+from urllib.parse import urlsplit
 
 import typer
 
@@ -78,10 +81,11 @@ def worker(
     """Claim runnable runs, drive them, release them (SIGTERM: finish the step and stop)."""
     import logging
 
+    from waystone import logs
     from waystone.worker import Worker
 
     def body() -> None:
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+        logs.configure()  # each line about a run carries its thread_id
         try:
             settings = Settings.from_env(database_url=database_url, lease_seconds=lease_seconds)
         except ValueError as exc:
@@ -170,17 +174,19 @@ def serve_cmd(
             help="Seconds a request may take to arrive; a slower connection is closed.",
         ),
     ] = 10.0,
+    as_json: JsonOpt = False,
     database_url: DbOpt = None,
 ) -> None:
     """Serve the dashboard page, the JSON API and provider webhooks. With
     WAYSTONE_API_TOKEN set, reads and changes need it (a bearer token; a form login for
-    the page); without it the server is read-only."""
+    the page); without it the server is read-only. Once listening it prints its URL (with
+    --json: {"url": ..., "port": ...}, the port chosen for --port 0 included)."""
     import logging
 
-    from waystone import server
+    from waystone import logs, server
 
     def body() -> None:
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+        logs.configure()
         with _runtime(database_url) as rt:
             for handler in logging.getLogger().handlers:
                 handler.addFilter(rt.vault.log_filter())
@@ -192,9 +198,23 @@ def serve_cmd(
                 hosts=allowed_hosts.split(","),
                 public_reads=public_reads,
                 read_timeout=read_timeout,
+                announce=_announcer(as_json),
             )
 
     _guard(body)
+
+
+def _announcer(as_json: bool) -> Callable[[str], None] | None:
+    """How ``serve`` says where it listens: one JSON object, or the server's own line."""
+    if not as_json:
+        return None
+
+    def announce(url: str) -> None:
+        port = int(urlsplit(url).port or 0)
+        _emit(True, {"url": url, "port": port}, lambda: None)
+        sys.stdout.flush()  # read by whoever waits for the server to listen
+
+    return announce
 
 
 @app.command()

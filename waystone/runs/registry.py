@@ -385,6 +385,20 @@ class RunRegistry:
         """Hand the lease back (no state change); the next claim takes the run at once."""
         return bool(self.db.execute("release", thread_id=thread_id, lease_token=lease_token))
 
+    def lease(self, thread_id: str) -> dict[str, Any] | None:
+        """A running run's lease: its holder, its expiry and the seconds until then (negative
+        once expired), by the database's clock; ``None`` when the run is not running."""
+        row = self.db.fetch_one("lease_of", thread_id=thread_id)
+        if row is None:
+            return None
+        expires_at, expires_in = row["lease_expires_at"], row["expires_in"]
+        return {
+            "owner": row["lease_owner"],
+            "expires_at": expires_at.isoformat() if expires_at else None,
+            "expires_in_s": round(expires_in, 1) if expires_in is not None else None,
+            "expired": expires_in is None or expires_in < 0,
+        }
+
     def seconds_to_next_wake(self, agents: list[str]) -> float | None:
         """Seconds until the first waiting run of ``agents`` is due (negative: overdue), by
         the database's clock; ``None`` when none waits with a deadline."""

@@ -240,6 +240,14 @@ SET lease_owner = NULL, lease_expires_at = clock_timestamp()
 WHERE thread_id = %(thread_id)s AND lease_token = %(lease_token)s AND state = 'running'
 RETURNING thread_id;
 
+-- name: lease_of
+-- A running run's lease: who holds it and the seconds until it expires (negative: since it
+-- expired), by the database's clock, which judges it (never the reader's).
+SELECT lease_owner, lease_expires_at,
+       extract(epoch FROM lease_expires_at - clock_timestamp())::float8 AS expires_in
+FROM waystone.runs
+WHERE thread_id = %(thread_id)s AND state = 'running';
+
 -- name: next_wake
 -- Seconds until the first waiting run of these agents is due, by the database's clock
 -- (never a worker's): each agent's first deadline, through runs_wake_agent_idx.
