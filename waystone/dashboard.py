@@ -7,7 +7,8 @@ transaction, so every view agrees on "now") as a JSON-serialisable dict:
 * ``active_runs``: queued, running, waiting and needs-human runs, oldest first;
 * ``retries_by_step``: where retries happen (history events, plus effect attempts);
 * ``step_times``: mean and p95 wall time of each graph node, from LangGraph's checkpoints;
-* ``pending_approvals``: runs waiting for a person's decision, longest waiting first;
+* ``pending_approvals``: runs waiting for a person's decision, longest waiting first (an
+  approved run waits for a worker: it is among the active runs, shown as approved);
 * ``pending_signals`` / ``undelivered_signals``: runs waiting for a named signal, and
   signals recorded but not consumed yet.
 
@@ -38,6 +39,7 @@ from rich.text import Text
 from waystone.checkpointing.database import Conn, Database
 from waystone.nodes.verify import CHECK_NODE
 from waystone.runs.states import STATES
+from waystone.status import shown_reason
 
 ACTIVE_STATES: Final[tuple[str, ...]] = ("queued", "running", "waiting", "needs-human")
 STEP_NODES: Final[tuple[str, ...]] = (
@@ -68,12 +70,24 @@ FROM waystone.runs
 GROUP BY state
 """
 
-ACTIVE_RUNS_SQL: Final = """
-SELECT thread_id, agent, state, reason, lease_owner,
-       extract(epoch FROM now() - created_at)::float8 AS age_s
-FROM waystone.runs
-WHERE state = ANY(%(states)s)
-ORDER BY created_at, thread_id
+# Who approved the action a waiting run waits on, while no worker has resumed it: the
+# decision recorded for its wait, not consumed yet (as queries.sql's run_as_shown).
+APPROVED_BY_SQL: Final = """
+(SELECT s.actor FROM waystone.signals s
+ WHERE r.state = 'waiting' AND r.waiting_for = 'approval'
+   AND s.thread_id = r.thread_id AND s.name = 'approval' AND s.consumed_at IS NULL
+   AND (r.wait_id IS NULL OR s.dedupe_key = r.wait_id)
+ ORDER BY s.id
+ LIMIT 1)
+"""
+
+ACTIVE_RUNS_SQL: Final = f"""
+SELECT r.thread_id, r.agent, r.state, r.reason, r.lease_owner,
+       extract(epoch FROM now() - r.created_at)::float8 AS age_s,
+       {APPROVED_BY_SQL} AS approved_by
+FROM waystone.runs r
+WHERE r.state = ANY(%(states)s)
+ORDER BY r.created_at, r.thread_id
 LIMIT %(limit)s
 """
 
@@ -149,14 +163,15 @@ WHERE node = ANY(%(nodes)s)
 GROUP BY node
 """
 
-PENDING_APPROVALS_SQL: Final = """
-SELECT thread_id, agent,
-       extract(epoch FROM now() - updated_at)::float8 AS waiting_s,
-       evidence -> 'pending_approval' ->> 'tool' AS tool,
-       evidence -> 'pending_approval' ->> 'reason' AS reason
-FROM waystone.runs
-WHERE state = 'waiting' AND waiting_for = 'approval'
-ORDER BY updated_at, thread_id
+# Runs waiting for a decision: an approved one waits for a worker, not for a person.
+PENDING_APPROVALS_SQL: Final = f"""
+SELECT r.thread_id, r.agent,
+       extract(epoch FROM now() - r.updated_at)::float8 AS waiting_s,
+       r.evidence -> 'pending_approval' ->> 'tool' AS tool,
+       r.evidence -> 'pending_approval' ->> 'reason' AS reason
+FROM waystone.runs r
+WHERE r.state = 'waiting' AND r.waiting_for = 'approval' AND {APPROVED_BY_SQL} IS NULL
+ORDER BY r.updated_at, r.thread_id
 LIMIT %(limit)s
 """
 
@@ -230,7 +245,7 @@ def _active_runs(conn: Conn, limit: int) -> list[dict[str, Any]]:
             "agent": r["agent"],
             "state": r["state"],
             "age_s": _seconds(r["age_s"]),
-            "reason": r["reason"],
+            "reason": shown_reason(r["thread_id"], r["reason"], r["approved_by"]),
             "lease_owner": r["lease_owner"],
         }
         for r in rows

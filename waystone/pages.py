@@ -100,21 +100,18 @@ def state_badge(state: str) -> str:
 def approval_forms(status: RunStatus, csrf: str | None = None) -> str:
     pending = status.pending_approval or {}
     tid = path_segment(status.thread_id)
-    if status.decision_recorded:
-        forms = '<p class="note">Decision recorded; a worker (or `waystone run`) resumes it.</p>'
-    else:
-        forms = (
-            f'<form method="post" action="/runs/{tid}/approve" class="approve-form">'
-            f"{csrf_field(csrf)}"
-            '<label>by <input type="text" name="by" value="web" required></label>'
-            '<input type="text" name="comment" placeholder="comment (optional)">'
-            '<button type="submit" class="approve">Approve</button></form>'
-            f'<form method="post" action="/runs/{tid}/reject" class="reject-form">'
-            f"{csrf_field(csrf)}"
-            '<label>by <input type="text" name="by" value="web" required></label>'
-            '<input type="text" name="reason" placeholder="reason (required)" required>'
-            '<button type="submit" class="reject">Reject</button></form>'
-        )
+    forms = (
+        f'<form method="post" action="/runs/{tid}/approve" class="approve-form">'
+        f"{csrf_field(csrf)}"
+        '<label>by <input type="text" name="by" value="web" required></label>'
+        '<input type="text" name="comment" placeholder="comment (optional)">'
+        '<button type="submit" class="approve">Approve</button></form>'
+        f'<form method="post" action="/runs/{tid}/reject" class="reject-form">'
+        f"{csrf_field(csrf)}"
+        '<label>by <input type="text" name="by" value="web" required></label>'
+        '<input type="text" name="reason" placeholder="reason (required)" required>'
+        '<button type="submit" class="reject">Reject</button></form>'
+    )
     return (
         f'<div class="approval" id="approval-{esc(status.thread_id)}" '
         f'data-thread-id="{esc(status.thread_id)}">'

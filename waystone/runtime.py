@@ -40,7 +40,7 @@ from waystone.privacy.vault import Vault
 from waystone.proposers import correction_budget
 from waystone.runs import driver, leases
 from waystone.runs.registry import Run, RunRegistry, process_owner
-from waystone.runs.signals import SignalBox
+from waystone.runs.signals import Signal, SignalBox
 from waystone.status import RunStatus as RunStatus
 from waystone.status import not_runnable, status_of
 
@@ -152,7 +152,7 @@ class Runtime:
                 "input; a key starts one run (choose another key)"
             )
         if created:  # nothing has run yet: no step, no approval, no signal to read
-            return status_of(run, None, None, False)
+            return status_of(run, None, None)
         return self.status(run.thread_id)
 
     def _new(
@@ -230,7 +230,7 @@ class Runtime:
         if settled is not None and settled.state == "done":
             # the graph ended on its goal: no next step, nothing to approve, and the
             # approvals it left were consumed as stale
-            return status_of(settled, None, None, False)
+            return status_of(settled, None, None)
         return self.status(claimed.thread_id)
 
     def drive(self, claimed: Run, control: RunControl | None = None) -> Run | None:
@@ -391,10 +391,12 @@ class Runtime:
             raise TransitionNotAllowed(
                 f"run {thread_id} is {run.state}; only failed or needs-human runs are requeued"
             )
+        graph = self.graph(run.agent)
         reopen(
-            self.graph(run.agent),
+            graph,
             self.agent(run.agent),
             driver.graph_config(run.thread_id, lease_token=run.lease_token),
+            ended_at="authorize" if self._rejected(graph, thread_id) else None,
         )
         # A person's action on a run nobody holds: it writes with the run's current token,
         # so a zombie that still thinks it holds the run stays fenced out.
@@ -427,12 +429,11 @@ class Runtime:
                 waiting_on = driver.waiting_interrupt(snapshot)
                 if waiting_on is not None and waiting_on.value.get("kind") == driver.APPROVAL:
                     pending = waiting_on.value
-        recorded = any(s.name == driver.APPROVAL for s in self.signals.pending(thread_id))
         lease = self.registry.lease(thread_id) if run.state == "running" else None
-        return status_of(run, step, pending, recorded, lease)
+        return status_of(run, step, pending, lease)
 
     def list(self, state: str | None = None, limit: int = 100) -> list[RunStatus]:
-        return [status_of(r, None, None, False) for r in self.registry.list_runs(state, limit)]
+        return [status_of(r, None, None) for r in self.registry.list_runs(state, limit)]
 
     def approve(
         self,
@@ -454,6 +455,8 @@ class Runtime:
         return str(self.vault.redact(by))
 
     def reject(self, thread_id: str, *, by: str, reason: str) -> RunStatus:
+        """Reject the action the run waits on: the run ends ``failed`` with the reason, at
+        once (no worker resumes it for that)."""
         return self._decide(thread_id, "reject", by, reason, None)
 
     def _decide(
@@ -466,18 +469,15 @@ class Runtime:
     ) -> RunStatus:
         by = self._who(by)
         run = self.registry.get(thread_id)
-        waiting_on = (
-            driver.pending_interrupt(self.graph(run.agent), thread_id)
-            if run.state == "waiting"
-            else None
-        )
+        # read whatever the run's state: a repeat of the decision that moved it on is one
+        waiting_on = driver.pending_interrupt(self.graph(run.agent), thread_id)
         pending = waiting_on.value if waiting_on is not None else None
-        waiting_on_id = waiting_on.id if waiting_on is not None else ""
-        if pending is None or pending.get("kind") != driver.APPROVAL:
-            raise TransitionNotAllowed(
-                f"run {thread_id} is {run.state} and not waiting for an approval; "
-                "nothing to decide (see `waystone status`)"
-            )
+        not_waiting = (
+            f"run {thread_id} is {run.state} and not waiting for an approval; "
+            "nothing to decide (see `waystone status`)"
+        )
+        if waiting_on is None or pending is None or pending.get("kind") != driver.APPROVAL:
+            raise TransitionNotAllowed(not_waiting)
         raw: dict[str, Any] = {
             "choice": choice,
             "digest": pending["digest"],
@@ -494,22 +494,80 @@ class Runtime:
             assert tool is not None
             tool.validate_edit(pending["args"], decision.args)
         record = decision.to_dict()
-        signal, created = self.signals.record(
-            thread_id, driver.APPROVAL, waiting_on_id, record, actor=by
-        )
-        if not created and signal.payload != self.vault.redact(record):
-            raise TransitionNotAllowed(
-                f"a different decision ({signal.payload.get('choice')} by "
-                f"{signal.payload.get('by')}) is already recorded for this action"
+        summary = f"{choice} by {by}" + (f": {comment}" if comment else "")
+        if run.state != "waiting":
+            found = self.signals.get(thread_id, driver.APPROVAL, waiting_on.id)
+            if found is None:
+                raise TransitionNotAllowed(not_waiting)
+            signal, created = found, False
+        elif choice == "reject":
+            signal, created = self._reject(run, waiting_on.id, record, summary)
+        else:
+            signal, created = self.signals.record(
+                thread_id, driver.APPROVAL, waiting_on.id, record, actor=by
             )
-        self.registry.event(
-            thread_id,
-            "decision" if created else "decision-repeated",
-            f"{choice} by {by}" + (f": {comment}" if comment else ""),
-            {"decision": record},
-            actor=by,
-        )
+            if created:
+                self.registry.event(thread_id, "decision", summary, {"decision": record}, actor=by)
+        if not created:
+            if signal.payload != self.vault.redact(record):
+                raise TransitionNotAllowed(
+                    f"a different decision ({signal.payload.get('choice')} by "
+                    f"{signal.payload.get('by')}) is already recorded for this action"
+                )
+            self.registry.event(
+                thread_id, "decision-repeated", summary, {"decision": record}, actor=by
+            )
         return self.status(thread_id)
+
+    def _reject(
+        self, run: Run, interrupt_id: str, record: dict[str, Any], summary: str
+    ) -> tuple[Signal, bool]:
+        """Record a rejection and end the run with it, in one transaction: the decision, its
+        event and the move from ``waiting`` to ``failed`` under the lease token the run was
+        read with. A claim that commits first (after another decision, or a takeover)
+        keeps the run, and nothing is changed. The graph still waits in ``authorize``; a
+        requeue asks again (see :meth:`_rejected`)."""
+        thread_id, by = run.thread_id, record["by"]
+        try:
+            with self.db.transaction() as conn:
+                signal, created = self.signals.record(
+                    thread_id, driver.APPROVAL, interrupt_id, record, actor=by, conn=conn
+                )
+                if not created:
+                    return signal, False
+                self.registry.event(
+                    thread_id, "decision", summary, {"decision": record}, actor=by, conn=conn
+                )
+                self.registry.transition(
+                    thread_id,
+                    "failed",
+                    reason=f"rejected by {by}: {record['comment']}",
+                    evidence={"decision": record},
+                    from_states=("waiting",),
+                    lease_token=run.lease_token,
+                    actor=by,
+                    spend_signals=True,  # the rejection itself, and any stale approval
+                    conn=conn,
+                )
+        except (LeaseLost, TransitionNotAllowed):
+            current = self.registry.get(thread_id)
+            raise TransitionNotAllowed(
+                f"run {thread_id} moved on while the rejection was being recorded (it is "
+                f"{current.state} now); nothing was changed (see `waystone status`)"
+            ) from None
+        return signal, True
+
+    def _rejected(self, graph: CompiledStateGraph[Any], thread_id: str) -> bool:
+        """Whether the run ended on the rejection of the approval its graph waits on."""
+        waiting_on = driver.pending_interrupt(graph, thread_id)
+        if waiting_on is None or waiting_on.value.get("kind") != driver.APPROVAL:
+            return False
+        decision = self.signals.get(thread_id, driver.APPROVAL, waiting_on.id)
+        return (
+            decision is not None
+            and decision.consumed_at is not None
+            and decision.payload.get("choice") == "reject"
+        )
 
     def history(self, thread_id: str) -> dict[str, Any]:
         """Events, node checkpoints and effects of a run, in order."""

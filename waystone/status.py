@@ -30,21 +30,35 @@ def status_of(
     run: Run,
     step: str | None,
     pending: dict[str, Any] | None,
-    recorded: bool,
     lease: dict[str, Any] | None = None,
 ) -> RunStatus:
+    """``pending``: the approval the run waits on, if any; once one is approved it is no
+    longer pending, and the run is shown as approved (see :func:`shown_reason`)."""
+    approved = run.approved_by is not None
     return RunStatus(
         thread_id=run.thread_id,
         state=run.state,
         step=step,
-        pending_approval=pending,
+        pending_approval=None if approved else pending,
         agent=run.agent,
         attempts=run.attempts,
         updated_at=run.updated_at.isoformat(),
-        reason=run.reason,
-        decision_recorded=recorded,
+        reason=shown_reason(run.thread_id, run.reason, run.approved_by),
+        decision_recorded=approved,
         waiting_for=run.waiting_for if run.state == "waiting" else None,
         lease=lease if run.state == "running" else None,
+    )
+
+
+def shown_reason(thread_id: str, reason: str, approved_by: str | None) -> str:
+    """A run's reason as its users see it: a run whose approval is recorded but that no
+    worker has resumed yet still waits (it moves on when claimed), but no longer for a
+    decision."""
+    if approved_by is None:
+        return reason
+    return (
+        f"approved by {approved_by}; waiting for a worker to resume it "
+        f"(or `waystone run {thread_id}`)"
     )
 
 

@@ -59,13 +59,22 @@ def test_start_run_approve_run_from_separate_processes(cli: Cli, provider: Provi
     assert human.returncode == 0 and "running -> done" in human.stdout
 
 
-def test_reject_from_the_cli(cli: Cli, provider: ProviderProcess) -> None:
+def test_reject_from_the_cli_ends_the_run_failed_with_no_run(
+    cli: Cli, provider: ProviderProcess
+) -> None:
     thread_id = start(cli)
     ok(cli("run", thread_id, "--json"))
-    rejected = ok(cli("reject", thread_id, "--reason", "fraud suspected", "--run", "--json"))
-    assert rejected["state"] == "failed"
-    assert rejected["reason"] == "rejected by tester: fraud suspected"
-    assert ok(cli("status", thread_id, "--json"))["reason"] == "rejected by tester: fraud suspected"
+    rejected = ok(cli("reject", thread_id, "--reason", "fraud suspected", "--json"))
+    reason = "rejected by tester: fraud suspected"
+    assert (rejected["state"], rejected["reason"]) == ("failed", reason)
+    status = ok(cli("status", thread_id, "--json"))
+    assert (status["state"], status["reason"], status["pending_approval"]) == (
+        "failed",
+        reason,
+        None,
+    )
+    assert ok(cli("list", "--state", "waiting", "--json")) == {"runs": []}
+    assert ok(cli("dashboard", "--json"))["pending_approvals"] == []
     assert provider.ledger()["refunds"] == []
 
 

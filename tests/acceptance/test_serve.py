@@ -294,7 +294,32 @@ def test_api_reject(
     assert reply.status == 200, reply.body
     [(decision, _, _)] = signals(sql, waiting, "approval")
     assert (decision["choice"], decision["by"]) == ("reject", "bo")
-    assert runtime.run(waiting).state in ("done", "failed", "needs-human")
+    ended = (reply.json()["state"], reply.json()["reason"])
+    assert ended == ("failed", "rejected by bo: duplicate claim")
+    assert runtime.status(waiting).state == "failed"  # at once: nothing drove it
+    page = served.request("GET", "/").body.decode()
+    assert f'data-thread-id="{waiting}"' not in page and "Pending approvals (0)" in page
+
+
+def test_an_approved_run_is_shown_approved_not_among_pending_approvals(
+    runtime: Runtime, waiting: str, served: Served
+) -> None:
+    tid = quote(waiting, safe="")
+    reply = served.request("POST", f"/api/runs/{tid}/approve", {"by": "ana"}, token=TOKEN)
+    assert reply.status == 200, reply.body
+    shown = "approved by ana; waiting for a worker to resume it"
+    for status in (reply.json(), served.request("GET", f"/api/runs/{tid}").json()):
+        assert (status["state"], status["pending_approval"]) == ("waiting", None)
+        assert status["reason"].startswith(shown), status
+    [listed] = served.request("GET", "/api/runs?state=waiting").json()["runs"]
+    assert listed["reason"].startswith(shown)
+    assert served.request("GET", "/api/dashboard").json()["pending_approvals"] == []
+    page = served.request("GET", "/").body.decode()
+    assert "Pending approvals (0)" in page and f'data-thread-id="{waiting}"' not in page
+    assert shown in page
+    run_page = served.request("GET", f"/runs/{tid}").body.decode()
+    assert shown in run_page and 'class="approval"' not in run_page
+    assert runtime.run(waiting).state == "done"
 
 
 def test_a_webhook_whose_signal_name_or_key_holds_personal_data_is_refused(
@@ -378,7 +403,8 @@ def test_dashboard_page_in_a_real_browser(
                 "web",
                 "checked the order",
             )
-            assert "Decision recorded" in page.locator(approval).inner_text()
+            assert page.locator(approval).count() == 0  # approved: no longer pending
+            assert "approved by web" in page.locator(run_row).inner_text()
 
             assert runtime.run(waiting).state == "done"
             page.reload()

@@ -124,6 +124,29 @@ def test_waiting_for_a_signal_undelivered_signals_and_the_limit(
         snapshot(runtime.db, limit=0)
 
 
+def test_pending_approvals_leave_out_decided_ones(
+    runtime: Runtime, provider: ProviderProcess
+) -> None:
+    """An approved run that no worker has resumed yet is shown as approved among the active
+    runs, never as awaiting a decision; a rejected one has ended."""
+    approved, rejected, undecided = (
+        runtime.start("refund", {**REFUND_INPUT, "order_id": order}).thread_id
+        for order in ("1001", "1002", "1003")
+    )
+    for thread_id in (approved, rejected, undecided):
+        assert runtime.run(thread_id).state == "waiting"
+    runtime.approve(approved, by="ana")
+    runtime.reject(rejected, by="bob", reason="never paid")
+
+    data = snapshot(runtime.db)
+
+    assert [a["thread_id"] for a in data["pending_approvals"]] == [undecided]
+    active = _by(data["active_runs"], "thread_id")
+    assert list(active) == [approved, undecided]
+    assert active[approved]["reason"].startswith("approved by ana; waiting for a worker")
+    assert active[undecided]["reason"].startswith("waiting for approval of refund")
+
+
 def test_render_prints_every_view_with_its_title(
     runtime: Runtime, provider: ProviderProcess
 ) -> None:

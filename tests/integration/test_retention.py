@@ -52,8 +52,7 @@ def test_prune_keeps_evidence_and_spares_active_runs(
     assert runtime.run(old_done).state == "done"
     old_failed = runtime.start("refund", REFUND_INPUT).thread_id
     runtime.run(old_failed)
-    runtime.reject(old_failed, by="ana", reason="no")
-    assert runtime.run(old_failed).state == "failed"
+    assert runtime.reject(old_failed, by="ana", reason="no").state == "failed"
     old_waiting = runtime.start("refund", REFUND_INPUT).thread_id
     assert runtime.run(old_waiting).state == "waiting"
     recent_done = runtime.start("refund", SMALL).thread_id

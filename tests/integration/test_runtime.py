@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from typing import Any
 
 import psycopg
 import pytest
+from psycopg.types.json import Jsonb
 
-from tests.conftest import REFUND_INPUT
+from tests.conftest import REFUND_INPUT, wait_until
+from waystone.dashboard import snapshot
 from waystone.errors import BadInput, TransitionNotAllowed, UnknownThread
 from waystone.examples.provider import ProviderProcess
 from waystone.runtime import Runtime
@@ -140,14 +143,155 @@ def test_invoke_wakes_no_worker_a_start_does(
     assert invoked.thread_id not in heard
 
 
-def test_reject_ends_failed_without_any_refund(runtime: Runtime, provider: ProviderProcess) -> None:
+def test_reject_ends_failed_at_once_with_no_driver_and_no_refund(
+    runtime: Runtime, provider: ProviderProcess, sql: psycopg.Connection[Any]
+) -> None:
+    """The process that rejects ends the run: ``failed`` with the reason when ``reject``
+    returns (the decision, its event and the transition commit in one transaction), with
+    no worker or ``run``; nothing can claim it after, and its history keeps the decision."""
     thread_id = runtime.start("refund", REFUND_INPUT).thread_id
     runtime.run(thread_id)
-    runtime.reject(thread_id, by="bob", reason="order was never paid")
-    final = runtime.run(thread_id)
-    assert final.state == "failed"
-    assert final.reason == "rejected by bob: order was never paid"
+    rejected = runtime.reject(thread_id, by="bob", reason="order was never paid")
+    reason = "rejected by bob: order was never paid"
+    assert (rejected.state, rejected.reason, rejected.pending_approval) == ("failed", reason, None)
+    status = runtime.status(thread_id)
+    assert (status.state, status.reason, status.pending_approval) == ("failed", reason, None)
+    assert runtime.list("waiting") == []
+    assert snapshot(runtime.db)["pending_approvals"] == []
+    written = sql.execute(
+        "SELECT 'signal', xmin::text FROM waystone.signals WHERE thread_id = %(t)s"
+        " AND name = 'approval' AND consumed_at IS NOT NULL"
+        " UNION ALL SELECT kind, xmin::text FROM waystone.run_events WHERE thread_id = %(t)s"
+        " AND (kind = 'decision' OR to_state = 'failed')",
+        {"t": thread_id},
+    ).fetchall()
+    assert sorted(kind for kind, _ in written) == ["decision", "signal", "transition"]
+    assert len({xmin for _, xmin in written}) == 1  # one transaction
+    assert runtime.registry.claim(owner="w", lease_seconds=30, agents=["refund"]) is None
+    with pytest.raises(TransitionNotAllowed, match="is failed"):
+        runtime.run(thread_id)
+    events = runtime.history(thread_id)["events"]
+    assert "reject by bob: order was never paid" in [e["reason"] for e in events]
+    assert (events[-1]["from_state"], events[-1]["to_state"], events[-1]["reason"]) == (
+        "waiting",
+        "failed",
+        reason,
+    )
     assert provider.ledger() == {"refunds": [], "notifications": [], "refused": []}
+
+
+def test_a_rejection_repeated_after_it_ended_the_run_is_one(
+    runtime: Runtime, provider: ProviderProcess
+) -> None:
+    thread_id = runtime.start("refund", REFUND_INPUT).thread_id
+    runtime.run(thread_id)
+    runtime.reject(thread_id, by="bob", reason="no")
+    assert runtime.reject(thread_id, by="bob", reason="no").state == "failed"
+    with pytest.raises(TransitionNotAllowed, match="reject by bob"):
+        runtime.approve(thread_id, by="ana")
+    kinds = [e["kind"] for e in runtime.history(thread_id)["events"]]
+    assert (kinds.count("decision"), kinds.count("decision-repeated")) == (1, 1)
+
+
+@pytest.mark.parametrize("taker_approved", [True, False], ids=["approved", "taken-over"])
+def test_a_rejection_racing_a_claim_leaves_the_run_to_its_claimer(
+    runtime: Runtime,
+    provider: ProviderProcess,
+    database_url: str,
+    sql: psycopg.Connection[Any],
+    taker_approved: bool,
+) -> None:
+    """A rejection moves the run out of ``waiting`` under the lease token it read. A claim
+    that commits first (a worker after another person's approval, or a takeover) keeps the
+    run: the rejection waits for it, then changes nothing, and the run goes on."""
+    thread_id = runtime.start("refund", REFUND_INPUT).thread_id
+    pending = runtime.run(thread_id).pending_approval
+    assert pending is not None
+    interrupt_id = runtime.registry.get(thread_id).wait_id
+    taker = psycopg.connect(database_url)  # mid-transaction: approve, then claim
+    if taker_approved:
+        approval = {
+            "choice": "approve",
+            "digest": pending["digest"],
+            "key": pending["idempotency_key"],
+            "by": "ana",
+            "comment": None,
+            "args": None,
+        }
+        taker.execute(
+            "INSERT INTO waystone.signals (thread_id, name, dedupe_key, payload, actor)"
+            " VALUES (%s, 'approval', %s, %s, 'ana')",
+            (thread_id, interrupt_id, Jsonb(approval)),
+        )
+    taker.execute(
+        "UPDATE waystone.runs SET state = 'running', reason = 'claimed', actor = 'w',"
+        " lease_token = lease_token + 1, lease_owner = 'w',"
+        " lease_expires_at = clock_timestamp() - interval '1 second' WHERE thread_id = %s",
+        (thread_id,),
+    )
+    result: dict[str, Any] = {}
+
+    def reject() -> None:
+        try:
+            result["status"] = runtime.reject(thread_id, by="bob", reason="no")
+        except Exception as exc:  # surfaced by the assertions below
+            result["error"] = exc
+
+    rejecter = threading.Thread(target=reject)
+    rejecter.start()
+    try:
+        wait_until(
+            lambda: (
+                sql.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                ).fetchone()
+                == (1,)
+            ),
+            "the rejection to wait for the claim's transaction",
+        )
+    finally:
+        with taker:  # commits, then closes
+            pass
+        rejecter.join(timeout=30)
+    assert isinstance(result.get("error"), TransitionNotAllowed), result
+    decisions = sql.execute(
+        "SELECT payload->>'choice' FROM waystone.signals WHERE thread_id = %s", (thread_id,)
+    ).fetchall()
+    assert decisions == ([("approve",)] if taker_approved else [])
+    assert runtime.registry.get(thread_id).state == "running"
+    if taker_approved:  # its lease expired: the next claim resumes it with the approval
+        assert runtime.run(thread_id).state == "done"
+        assert len(_refunds_for(provider, "1001")) == 1
+    else:
+        assert provider.ledger()["refunds"] == []
+
+
+def test_an_approved_run_shows_as_approved_and_waiting_for_a_worker(
+    runtime: Runtime, provider: ProviderProcess
+) -> None:
+    """Once approved, a run that no worker has resumed yet is not awaiting a decision any
+    more: status, list and the dashboard say who approved it and that a worker resumes it
+    (a decision recorded for another action changes nothing)."""
+    thread_id = runtime.start("refund", REFUND_INPUT).thread_id
+    runtime.run(thread_id)
+    stale = {"choice": "approve", "digest": "sha256:other", "key": "k", "by": "mallory"}
+    runtime.signals.record(thread_id, "approval", "sha256:other", stale, "mallory")
+    still = runtime.status(thread_id)
+    assert still.pending_approval is not None and still.decision_recorded is False
+    approved = runtime.approve(thread_id, by="ana", comment="fine")
+    shown = "approved by ana; waiting for a worker to resume it"
+    for status in (approved, runtime.status(thread_id), *runtime.list("waiting")):
+        assert (status.state, status.pending_approval, status.decision_recorded) == (
+            "waiting",
+            None,
+            True,
+        )
+        assert status.reason.startswith(shown), status.reason
+    data = snapshot(runtime.db)
+    assert data["pending_approvals"] == []
+    assert [r["reason"][: len(shown)] for r in data["active_runs"]] == [shown]
+    assert runtime.run(thread_id).state == "done"
+    assert len(_refunds_for(provider, "1001")) == 1
 
 
 def test_a_requeued_rejection_asks_again_then_refunds_once(
@@ -159,8 +303,7 @@ def test_a_requeued_rejection_asks_again_then_refunds_once(
     thread_id = runtime.start("refund", REFUND_INPUT).thread_id
     asked = runtime.run(thread_id).pending_approval
     assert asked is not None
-    runtime.reject(thread_id, by="bob", reason="check the order first")
-    assert runtime.run(thread_id).state == "failed"
+    assert runtime.reject(thread_id, by="bob", reason="check the order first").state == "failed"
     runtime.requeue(thread_id, by="bob", reason="order checked")
     again = runtime.run(thread_id)
     assert again.state == "waiting" and again.pending_approval is not None

@@ -153,12 +153,8 @@ def _render_status(status: RunStatus) -> None:
             highlight=False,
         )
         hint = (
-            "decision recorded; `waystone run` resumes it"
-            if status.decision_recorded
-            else (
-                f"`waystone approve {status.thread_id}` or `waystone reject {status.thread_id} "
-                "--reason ...`"
-            )
+            f"`waystone approve {status.thread_id}` or `waystone reject {status.thread_id} "
+            "--reason ...`"
         )
         out.print(f"    next: {hint}", highlight=False)
 
@@ -320,17 +316,14 @@ def reject(
     thread_id: ThreadArg,
     reason: Annotated[str, typer.Option("--reason", help="Why (required).")],
     by: ByOpt = None,
-    run_now: Annotated[bool, typer.Option("--run", help="Continue the run here.")] = False,
     as_json: JsonOpt = False,
     database_url: DbOpt = None,
 ) -> None:
-    """Reject the action a run waits on; the run ends without it."""
+    """Reject the action a run waits on; the run ends failed with the reason, at once."""
 
     def body() -> None:
         with _runtime(database_url) as rt:
             result = rt.reject(thread_id, by=_actor(by), reason=reason)
-            if run_now:
-                result = rt.run(thread_id)
         _emit(as_json, result.to_dict(), lambda: _render_status(result))
 
     _guard(body)

@@ -289,10 +289,10 @@ def demo(
             if waiting.state != "waiting":
                 raise WaystoneError(f"expected the run to wait for approval, it is {waiting.state}")
             if not approve_it and not _confirm_or_default("Approve this refund?", say):
-                rt.reject(started.thread_id, by=_actor(None), reason="declined in the demo")
+                final = rt.reject(started.thread_id, by=_actor(None), reason="declined in the demo")
             else:
                 rt.approve(started.thread_id, by=_actor(None), comment="approved in the demo")
-            final = rt.run(started.thread_id)
+                final = rt.run(started.thread_id)
             hist = rt.history(started.thread_id)
             ledger = provider.ledger()
         result = {

@@ -24,13 +24,23 @@ RESUME_AS = {
 }
 
 
-def reopen(graph: CompiledStateGraph[Any], agent: AgentSpec, config: RunnableConfig) -> None:
-    """A graph that ended with an outcome resumes just before the node that ended it."""
+def reopen(
+    graph: CompiledStateGraph[Any],
+    agent: AgentSpec,
+    config: RunnableConfig,
+    *,
+    ended_at: str | None = None,
+) -> None:
+    """A graph that ended with an outcome resumes just before the node that ended it.
+    ``ended_at`` names that node for a run that ended while its graph did not: a rejection
+    ends the run with its graph still waiting in ``authorize``."""
     current = graph.get_state(config).values
     outcome = current.get("outcome")
-    if not outcome or outcome.get("state") == "done":
-        return  # it stopped on an error: resuming re-runs the failed step as it is
-    as_node = RESUME_AS.get(outcome.get("at", "verify"), "verify")
+    if ended_at is None:
+        if not outcome or outcome.get("state") == "done":
+            return  # it stopped on an error: resuming re-runs the failed step as it is
+        ended_at = outcome.get("at", "verify")
+    as_node = RESUME_AS.get(ended_at, "verify")
     values: dict[str, Any] = {"outcome": None}
     if as_node in ("propose", "verify"):
         values |= {"decision": None, "failure": None}

@@ -50,6 +50,9 @@ class Run:
     wait_id: str | None = None  # the interrupt whose wait wake_at is the deadline of
     deadline_passed: bool = False  # wake_at has passed, by Postgres' clock (known when claimed)
     prev_state: str | None = None  # the state a claim took it from (known when claimed)
+    # who approved the action it waits on, while no worker has resumed it (known when read
+    # by ``get`` or ``list_runs``)
+    approved_by: str | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Run:
@@ -140,6 +143,7 @@ class RunRegistry:
             wake_at=None,
             wait_id=None,
             deadline_passed=False,
+            approved_by=None,
             updated_at=datetime.now(UTC),  # until Postgres' own comes back (``ended``)
             started=None,
         )
@@ -428,10 +432,13 @@ class RunRegistry:
         *,
         actor: str = "waystone",
         lease_token: int | None = None,
+        conn: Conn | None = None,
     ) -> None:
-        """Record an event. With a ``lease_token`` the write is fenced by it."""
+        """Record an event. With a ``lease_token`` the write is fenced by it; with ``conn``,
+        inside the caller's transaction (which sets any fence itself)."""
         self.db.execute(
             "insert_event",
+            conn=conn,
             fence=lease_token,
             thread_id=thread_id,
             kind=kind,

@@ -42,24 +42,39 @@ class SignalBox:
         return Signal.from_row({**row, "payload": self.reveal(row["payload"])})
 
     def record(
-        self, thread_id: str, name: str, dedupe_key: str, payload: dict[str, Any], actor: str
+        self,
+        thread_id: str,
+        name: str,
+        dedupe_key: str,
+        payload: dict[str, Any],
+        actor: str,
+        conn: Conn | None = None,
     ) -> tuple[Signal, bool]:
-        """Record a signal; if one with the same dedupe key exists, return it and ``False``."""
-        row = self.db.fetch_one(
+        """Record a signal; if one with the same dedupe key exists, return it and ``False``.
+        With ``conn``, inside the caller's transaction."""
+        rows = self.db.execute(
             "record_signal",
+            conn=conn,
             thread_id=thread_id,
             name=name,
             dedupe_key=dedupe_key,
             payload=self.redact(payload),
             actor=actor,
         )
-        if row is not None:
-            return self._signal(row), True
-        existing = self.db.fetch_one(
-            "get_signal", thread_id=thread_id, name=name, dedupe_key=dedupe_key
-        )
+        if rows:
+            return self._signal(rows[0]), True
+        existing = self.get(thread_id, name, dedupe_key, conn=conn)
         assert existing is not None
-        return self._signal(existing), False
+        return existing, False
+
+    def get(
+        self, thread_id: str, name: str, dedupe_key: str, conn: Conn | None = None
+    ) -> Signal | None:
+        """The signal recorded with this dedupe key, consumed or not."""
+        rows = self.db.execute(
+            "get_signal", conn=conn, thread_id=thread_id, name=name, dedupe_key=dedupe_key
+        )
+        return self._signal(rows[0]) if rows else None
 
     def pending(self, thread_id: str) -> list[Signal]:
         return [self._signal(r) for r in self.db.fetch_all("pending_signals", thread_id=thread_id)]

@@ -9,16 +9,31 @@ VALUES (%(thread_id)s, %(agent)s, %(goal)s, %(input)s, %(start_key)s, %(reason)s
 ON CONFLICT DO NOTHING
 RETURNING *;
 
+-- name: run_as_shown
+-- How get_run and list_runs begin (included in them, never run alone): a run, and who
+-- approved the action it waits on while no worker has resumed it yet (approved_by: the
+-- decision recorded for its wait, not consumed; a wait named before waits had ids takes
+-- any). A rejection ends the run as it is recorded, so only an approval is ever found.
+SELECT r.*,
+       (SELECT s.actor FROM waystone.signals s
+        WHERE r.state = 'waiting' AND r.waiting_for = 'approval'
+          AND s.thread_id = r.thread_id AND s.name = 'approval' AND s.consumed_at IS NULL
+          AND (r.wait_id IS NULL OR s.dedupe_key = r.wait_id)
+        ORDER BY s.id
+        LIMIT 1) AS approved_by
+FROM waystone.runs r
+
 -- name: get_run
-SELECT * FROM waystone.runs WHERE thread_id = %(thread_id)s;
+-- include: run_as_shown
+WHERE r.thread_id = %(thread_id)s;
 
 -- name: get_run_by_start_key
 SELECT * FROM waystone.runs WHERE start_key = %(start_key)s;
 
 -- name: list_runs
-SELECT * FROM waystone.runs
-WHERE (%(state)s::text IS NULL OR state = %(state)s)
-ORDER BY created_at DESC, thread_id
+-- include: run_as_shown
+WHERE (%(state)s::text IS NULL OR r.state = %(state)s)
+ORDER BY r.created_at DESC, r.thread_id
 LIMIT %(limit)s;
 
 -- name: transition
