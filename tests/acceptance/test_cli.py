@@ -115,6 +115,29 @@ def test_exit_codes_and_unchanged_state(
     assert snapshot() == waiting
 
 
+def _recorded(database_url: str) -> tuple[Any, ...]:
+    """Every run, event and signal: what refused input must leave alone."""
+    with psycopg.connect(database_url) as conn:
+        row = conn.execute(
+            "SELECT (SELECT string_agg(thread_id || ':' || state, ',' ORDER BY thread_id)"
+            " FROM waystone.runs), (SELECT count(*) FROM waystone.run_events),"
+            " (SELECT count(*) FROM waystone.signals)"
+        ).fetchone()
+    assert row is not None
+    return tuple(row)
+
+
+def test_refund_amounts_the_provider_refuses_are_refused_before_any_approval(
+    cli: Cli, provider: ProviderProcess, database_url: str
+) -> None:
+    for amount in ("0120.00", "١٢٠.٠٠"):  # a leading zero; Arabic-Indic digits
+        given = json.dumps({**REFUND_INPUT, "amount": amount})
+        result = cli("start", "--agent", "refund", "--input", given)
+        assert result.returncode == 2, (amount, result.stderr)
+        assert "amount must be a positive decimal in ASCII digits" in result.stderr
+    assert _recorded(database_url) == (None, 0, 0)  # no run created
+
+
 def test_crash_points_are_listed(cli: Cli) -> None:
     data = ok(cli("debug", "crash-points", "--json"))
     assert [p["name"] for p in data["crash_points"]] == list(CRASH_POINTS)

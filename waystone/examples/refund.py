@@ -28,6 +28,18 @@ def payments_url() -> str:
     return os.environ.get("WAYSTONE_PAYMENTS_URL", DEFAULT_PAYMENTS_URL).rstrip("/")
 
 
+# The provider's own rules (examples/payments.py), so that nothing a person is asked to
+# approve is refused by the provider after: ASCII digits only (``\d`` matches every
+# script's), no leading zero, exactly two places; text that is not blank.
+AMOUNT = re.compile(r"(?:0|[1-9][0-9]*)\.[0-9]{2}")
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return value
+
+
 class RefundArgs(BaseModel):
     """Refund an order."""
 
@@ -35,11 +47,16 @@ class RefundArgs(BaseModel):
     amount: str = Field(description="decimal with two places, e.g. 120.00")
     currency: str = Field(pattern=r"^[A-Z]{3}$")
 
+    _order_id = field_validator("order_id")(_not_blank)
+
     @field_validator("amount")
     @classmethod
     def _two_places(cls, value: str) -> str:
-        if not re.fullmatch(r"\d+\.\d{2}", value) or Decimal(value) <= 0:
-            raise ValueError("amount must be a positive decimal with two places, e.g. 120.00")
+        if not AMOUNT.fullmatch(value) or Decimal(value) <= 0:
+            raise ValueError(
+                "amount must be a positive decimal in ASCII digits with two places and no "
+                "leading zero, e.g. 120.00"
+            )
         return value
 
 
@@ -48,6 +65,8 @@ class NotifyArgs(BaseModel):
 
     to: str = Field(min_length=3)
     body: str = Field(min_length=1)
+
+    _text = field_validator("to", "body")(_not_blank)
 
 
 def _refund_apply(args: dict[str, Any], key: str, timeout: float) -> dict[str, Any]:
@@ -152,8 +171,12 @@ class RefundInput(BaseModel):
     currency: str = Field(pattern=r"^[A-Z]{3}$")
     email: str = Field(min_length=3)
 
+    _email = field_validator("email")(_not_blank)
+
 
 def validate_input(raw: dict[str, Any]) -> dict[str, Any]:
+    """The input, if every action the plan makes of it is one the provider accepts (the
+    refund's arguments and the notification's address): checked before anything is asked."""
     try:
         model = RefundInput.model_validate(raw)
         RefundArgs(order_id=model.order_id, amount=model.amount, currency=model.currency)
