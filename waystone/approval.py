@@ -56,6 +56,28 @@ def _optional_str(raw: dict[str, Any], name: str) -> str | None:
     return value
 
 
+_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+
+
+def edited_args(value: object, what: str) -> dict[str, Any]:
+    """The new arguments of an edit as a caller gave them (``--args``, the API's
+    ``"args"``): a non-empty JSON object. Anything else, ``null`` included, is refused,
+    never taken for a plain approval."""
+    if isinstance(value, dict) and value:
+        return value
+    given = (
+        "null"
+        if value is None
+        else "an empty object"
+        if value == {}
+        else _JSON_TYPES.get(type(value), "a number")
+    )
+    raise BadInput(
+        f"{what} must be a non-empty JSON object of the new arguments, not {given} "
+        "(leave it out to approve the action as proposed)"
+    )
+
+
 def parse_decision(raw: object) -> ApprovalDecision:
     """Validate a resume value. Raises :class:`BadInput` with what is wrong."""
     if not isinstance(raw, dict):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hmac
 import logging
 
-from waystone.errors import BadInput
+from waystone.approval import edited_args
 from waystone.pages import approval_forms, esc, page, path_segment, state_badge
 from waystone.runtime import Runtime
 from waystone.server import (
@@ -67,9 +67,7 @@ def api_approve(h: Handler, req: Request) -> Response:
     data = json_object(req.body, "the body")
     by = text_field(data, "by", required=True)
     comment = text_field(data, "comment", required=False)
-    args = data.get("args")
-    if args is not None and (not isinstance(args, dict) or not args):
-        raise BadInput("'args' must be a non-empty JSON object")
+    args = edited_args(data["args"], "'args'") if "args" in data else None
     assert by is not None
     status = h.rt.approve(req.params["thread_id"], by=by, comment=comment, args=args)
     logger.info("approved %s by %s (api)", status.thread_id, by)

@@ -127,6 +127,21 @@ def _recorded(database_url: str) -> tuple[Any, ...]:
     return tuple(row)
 
 
+def test_approve_with_args_null_is_refused_not_taken_for_a_plain_approval(
+    cli: Cli, provider: ProviderProcess, database_url: str
+) -> None:
+    thread_id = start(cli)
+    ok(cli("run", thread_id, "--json"))
+    before = _recorded(database_url)
+    for given, what in (("null", "not null"), ("{}", "not an empty object"), ('"x"', "a string")):
+        result = cli("approve", thread_id, "--args", given)
+        assert result.returncode == 2, (given, result.stderr)
+        assert "--args must be a non-empty JSON object" in result.stderr and what in result.stderr
+    assert _recorded(database_url) == before
+    status = ok(cli("status", thread_id, "--json"))
+    assert status["pending_approval"] is not None and status["decision_recorded"] is False
+
+
 def test_refund_amounts_the_provider_refuses_are_refused_before_any_approval(
     cli: Cli, provider: ProviderProcess, database_url: str
 ) -> None:

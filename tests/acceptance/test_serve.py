@@ -339,6 +339,23 @@ def test_a_webhook_whose_signal_name_or_key_holds_personal_data_is_refused(
     assert changes(sql) == before
 
 
+def test_an_approval_with_args_null_is_refused_not_taken_for_a_plain_one(
+    runtime: Runtime, waiting: str, served: Served, sql: psycopg.Connection[Any]
+) -> None:
+    before = changes(sql)
+    for args in (None, {}, "120.00"):
+        reply = served.request(
+            "POST",
+            f"/api/runs/{quote(waiting, safe='')}/approve",
+            {"by": "ana", "args": args},
+            token=TOKEN,
+        )
+        assert reply.status == 400, (args, reply.body)
+        assert "'args' must be a non-empty JSON object" in reply.json()["error"]
+    assert changes(sql) == before
+    assert runtime.status(waiting).pending_approval is not None
+
+
 def test_api_dashboard(waiting: str, served: Served) -> None:
     reply = served.request("GET", "/api/dashboard", token=TOKEN)
     assert reply.status == 200, reply.body

@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from waystone.approval import edited_args
 from waystone.cli.readable import ReadableGroup, VersionOpt
 from waystone.config import Settings
 from waystone.errors import BadInput, DatabaseUnavailable, WaystoneError
@@ -299,9 +300,7 @@ def approve(
     """Approve the action a run waits on (or approve edited arguments with --args)."""
 
     def body() -> None:
-        edited = _parse_json(args, "--args") if args is not None else None
-        if edited is not None and (not isinstance(edited, dict) or not edited):
-            raise BadInput("--args must be a non-empty JSON object")
+        edited = edited_args(_parse_json(args, "--args"), "--args") if args is not None else None
         with _runtime(database_url) as rt:
             result = rt.approve(thread_id, by=_actor(by), comment=comment, args=edited)
             if run_now:
