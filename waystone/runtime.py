@@ -33,6 +33,7 @@ from waystone.errors import (
 from waystone.graph.builder import build_graph
 from waystone.graph.ports import Ports
 from waystone.graph.reopen import reopen
+from waystone.identifiers import check_identifier
 from waystone.privacy.keys import at_rest_sealer, load_key
 from waystone.privacy.readable import refuse_personal_data
 from waystone.privacy.seal import open_value
@@ -163,10 +164,15 @@ class Runtime:
         thread_id: str | None,
         key: str | None,
     ) -> tuple[str, str, dict[str, Any]]:
-        """A new run's thread id, goal and input, checked and redacted."""
+        """A new run's thread id, goal and input, checked (before anything is written, the
+        vault's values included) and redacted."""
+        spec = self.agent(check_identifier("agent name", agent))
+        if thread_id is not None:
+            check_identifier("thread id", thread_id)
+        if key is not None:
+            check_identifier("start key", key)
         self._refuse_personal_data("thread id", thread_id)
         self._refuse_personal_data("start key", key)
-        spec = self.agent(agent)
         if not isinstance(input, dict):
             raise BadInput("--input must be a JSON object")
         clean = self.vault.redact(spec.validate_input(input))
@@ -294,9 +300,12 @@ class Runtime:
         action the original already applied is found in the ledger and reused, never
         applied again; a different action (other arguments) is a new effect.
         """
+        by = self._who(by)
         self._refuse_personal_data("thread id", new_thread_id)
         source = self.registry.get(thread_id)
         self.agent(source.agent)
+        if new_thread_id is not None:
+            check_identifier("thread id", new_thread_id)
         if at is not None and not self.db.fetch_one("has_checkpoint", thread_id=thread_id, at=at):
             raise BadInput(f"run {thread_id} has no checkpoint {at!r} (see `waystone history`)")
         target = new_thread_id or f"{source.agent}-{uuid.uuid4().hex[:12]}"
@@ -452,7 +461,7 @@ class Runtime:
 
     def _who(self, by: str) -> str:
         """Who acted, as stored: an email or phone given as a name becomes a token."""
-        return str(self.vault.redact(by))
+        return str(self.vault.redact(check_identifier("by", by)))
 
     def reject(self, thread_id: str, *, by: str, reason: str) -> RunStatus:
         """Reject the action the run waits on: the run ends ``failed`` with the reason, at

@@ -51,6 +51,7 @@ from typing import Any, Literal
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from waystone.errors import BadInput, DatabaseUnavailable, WaystoneError
+from waystone.json_input import parse_json_input
 from waystone.pages import CSP, error_page
 from waystone.runtime import Runtime
 from waystone.web_security import (
@@ -600,12 +601,7 @@ def _meaning(exc: BaseException) -> WaystoneError | None:
 def json_object(body: bytes, what: str, *, empty_ok: bool = False) -> dict[str, Any]:
     if not body.strip() and empty_ok:
         return {}
-    try:
-        data = json.loads(body.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise BadInput(f"{what} is not UTF-8: {exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"{what} is not valid JSON: {exc.msg} at position {exc.pos}") from exc
+    data = parse_json_input(body, what)
     if not isinstance(data, dict):
         raise BadInput(f"{what} must be a JSON object")
     return data

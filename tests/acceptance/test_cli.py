@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import random
+import string
 from typing import Any
 
 import psycopg
@@ -116,12 +119,12 @@ def test_exit_codes_and_unchanged_state(
 
 
 def _recorded(database_url: str) -> tuple[Any, ...]:
-    """Every run, event and signal: what refused input must leave alone."""
+    """Every run, event, signal and vault value: what refused input must leave alone."""
     with psycopg.connect(database_url) as conn:
         row = conn.execute(
             "SELECT (SELECT string_agg(thread_id || ':' || state, ',' ORDER BY thread_id)"
             " FROM waystone.runs), (SELECT count(*) FROM waystone.run_events),"
-            " (SELECT count(*) FROM waystone.signals)"
+            " (SELECT count(*) FROM waystone.signals), (SELECT count(*) FROM waystone.vault)"
         ).fetchone()
     assert row is not None
     return tuple(row)
@@ -142,6 +145,42 @@ def test_approve_with_args_null_is_refused_not_taken_for_a_plain_approval(
     assert status["pending_approval"] is not None and status["decision_recorded"] is False
 
 
+def test_bad_identifiers_and_deep_json_exit_2_and_change_nothing(
+    cli: Cli, provider: ProviderProcess, database_url: str
+) -> None:
+    """A 3,000-character thread id, unprintable or padded names and keys, arguments that
+    are not UTF-8 and JSON nested past the limit are bad input (exit 2, a message saying
+    what is wrong), not a lost database (exit 6) or a traceback."""
+    thread_id = start(cli)
+    before = _recorded(database_url)
+    zoe = {**REFUND_INPUT, "email": "zoe@example.com"}  # a value the vault does not hold yet
+    refund = ("start", "--agent", "refund", "--input", json.dumps(zoe))
+    # text Postgres cannot compress: too long for an index row, as such an id is
+    long_id = "".join(random.Random(15).choices(string.ascii_letters + string.digits, k=3000))
+    not_utf8 = os.fsdecode(b"\xff")  # as Python decodes such an argument
+    cases = [
+        ((*refund, "--thread-id", long_id), "the thread id is 3000 characters long"),
+        ((*refund, "--key", "order\x071001"), "the start key holds U+0007"),
+        (("start", "--agent", "refund", "--input", "[" * 5000 + "]" * 5000), "nested too deep"),
+        (("start", "--agent", "refund", "--input", '{"a":' * 40 + "1" + "}" * 40), "at most 32"),
+        (("status", "t" * 3000), "the thread id is 3000 characters long"),
+        (("status", not_utf8), "lone surrogate"),
+        (("signal", thread_id, "n" * 3000), "the signal name is 3000 characters long"),
+        (("signal", thread_id, "refund.settled", "--key", " evt_1"), "signal key starts or"),
+        (
+            ("cancel", thread_id, "--reason", "x", "--by", "ana\nbob"),
+            "'by' (who acted) holds U+000A",
+        ),
+        (("cancel", thread_id, "--reason", not_utf8), "not valid text"),
+    ]
+    for args, message in cases:
+        result = cli(*args)
+        assert result.returncode == 2, (args[:2], result.returncode, result.stderr)
+        assert message in result.stderr, (args[:2], result.stderr)
+        assert "Traceback" not in result.stderr
+    assert _recorded(database_url) == before
+
+
 def test_refund_amounts_the_provider_refuses_are_refused_before_any_approval(
     cli: Cli, provider: ProviderProcess, database_url: str
 ) -> None:
@@ -150,7 +189,7 @@ def test_refund_amounts_the_provider_refuses_are_refused_before_any_approval(
         result = cli("start", "--agent", "refund", "--input", given)
         assert result.returncode == 2, (amount, result.stderr)
         assert "amount must be a positive decimal in ASCII digits" in result.stderr
-    assert _recorded(database_url) == (None, 0, 0)  # no run created
+    assert _recorded(database_url) == (None, 0, 0, 0)  # no run created, nothing kept
 
 
 def test_crash_points_are_listed(cli: Cli) -> None:

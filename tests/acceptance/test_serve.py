@@ -356,6 +356,38 @@ def test_an_approval_with_args_null_is_refused_not_taken_for_a_plain_one(
     assert runtime.status(waiting).pending_approval is not None
 
 
+def test_bad_identifiers_and_deep_json_are_400_not_500(
+    runtime: Runtime, waiting: str, served: Served, sql: psycopg.Connection[Any]
+) -> None:
+    """A lone surrogate in ``by``, JSON nested past the limit, a 3,000-character signal
+    name or key: each is bad input (400, saying what is wrong) and changes nothing."""
+    tid = quote(waiting, safe="")
+    deep = "[" * 5000 + "]" * 5000
+    cases = [
+        (f"/api/runs/{tid}/approve", '{"by": "\\ud800"}', {}, "lone surrogate"),
+        (f"/api/runs/{tid}/reject", '{"by": "bo", "reason": "\\udc00"}', {}, "lone surrogate"),
+        (f"/api/runs/{tid}/approve", '{"by": "ana\\u0007"}', {}, "'by' (who acted) holds U+0007"),
+        (f"/api/runs/{tid}/approve", '{"by": "ana", "args": ' + deep + "}", {}, "nested"),
+        (f"/signals/{tid}/refund.settled", deep, {}, "nested too deeply"),
+        (f"/signals/{tid}/" + "n" * 3000, "{}", {}, "the signal name is 3000 characters"),
+        (
+            f"/signals/{tid}/refund.settled",
+            "{}",
+            {"Idempotency-Key": "k" * 3000},
+            "the signal key is 3000 characters",
+        ),
+    ]
+    before = changes(sql)
+    for path, body, headers, message in cases:
+        reply = served.request("POST", path, body, headers=headers, token=TOKEN)
+        assert reply.status == 400, (path[-20:], body[:30], reply.body[:200])
+        assert message in reply.json()["error"], reply.json()
+    reply = served.request("GET", "/api/runs/" + "t" * 3000)
+    assert reply.status == 400 and "the thread id is 3000 characters" in reply.json()["error"]
+    assert changes(sql) == before
+    assert runtime.status(waiting).pending_approval is not None
+
+
 def test_api_dashboard(waiting: str, served: Served) -> None:
     reply = served.request("GET", "/api/dashboard", token=TOKEN)
     assert reply.status == 200, reply.body

@@ -21,6 +21,7 @@ from waystone.approval import edited_args
 from waystone.cli.readable import ReadableGroup, VersionOpt
 from waystone.config import Settings
 from waystone.errors import BadInput, DatabaseUnavailable, WaystoneError
+from waystone.json_input import parse_json_input
 from waystone.runtime import RunStatus, Runtime
 
 app = typer.Typer(
@@ -88,10 +89,7 @@ def _actor(by: str | None) -> str:
 
 
 def _parse_json(text: str, what: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"{what} is not valid JSON: {exc.msg} at position {exc.pos}") from exc
+    return parse_json_input(text, what)
 
 
 def _emit(as_json: bool, data: dict[str, Any], render: Callable[[], None]) -> None:
@@ -131,6 +129,10 @@ def _guard(fn: Callable[[], None]) -> None:
         raise _fail(DatabaseUnavailable(f"Postgres is unreachable: {exc}")) from None
     except psycopg.DataError as exc:  # e.g. a NUL byte in a JSON string
         raise _fail(BadInput(f"the input cannot be stored: {exc}")) from None
+    except UnicodeEncodeError as exc:  # an argument that is not UTF-8 (argv's surrogates)
+        raise _fail(
+            BadInput(f"an argument is not valid text at position {exc.start}: pass UTF-8")
+        ) from None
 
 
 def _render_status(status: RunStatus) -> None:

@@ -19,6 +19,7 @@ from waystone import sql
 from waystone.checkpointing.database import Conn, Database, jsonify, stored
 from waystone.checkpointing.held import Statement
 from waystone.errors import LeaseLost, TransitionNotAllowed, UnknownThread
+from waystone.identifiers import check_identifier
 from waystone.runs.states import ALLOWED, STATES
 
 logger = logging.getLogger(__name__)
@@ -253,7 +254,7 @@ class RunRegistry:
         }
 
     def get(self, thread_id: str) -> Run:
-        row = self.db.fetch_one("get_run", thread_id=thread_id)
+        row = self.db.fetch_one("get_run", thread_id=check_identifier("thread id", thread_id))
         if row is None:
             raise UnknownThread(thread_id)
         return self._run(row)
@@ -342,6 +343,8 @@ class RunRegistry:
         """
         if thread_id is None and not agents:
             raise ValueError("a claim of the next run names the agents it can drive")
+        if thread_id is not None:
+            check_identifier("thread id", thread_id)
         params: dict[str, Any] = {
             "thread_id": thread_id,
             "agents": agents,

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from waystone.checkpointing.database import Conn, Database
+from waystone.identifiers import check_identifier
 
 
 @dataclass(frozen=True)
@@ -56,8 +57,8 @@ class SignalBox:
             "record_signal",
             conn=conn,
             thread_id=thread_id,
-            name=name,
-            dedupe_key=dedupe_key,
+            name=check_identifier("signal name", name),
+            dedupe_key=check_identifier("signal key", dedupe_key),
             payload=self.redact(payload),
             actor=actor,
         )
