@@ -63,7 +63,13 @@ def test_an_intent_inserted_meanwhile_by_another_run_is_found(
     def open_it() -> None:
         try:
             result["opened"] = runtime.ledger.open_intent(
-                key="k-shared", thread_id=thread_id, ordinal=1, tool="note", args={}, fence=token
+                key="k-shared",
+                thread_id=thread_id,
+                ordinal=1,
+                tool="note",
+                args={},
+                timeout_s=5.0,
+                fence=token,
             )
         except Exception as exc:  # surfaced by the assertion below
             result["error"] = exc

@@ -256,7 +256,13 @@ def test_a_statement_whose_rows_are_wanted_waits_for_the_next_save_with_what_fol
     config: Any = {"configurable": {**saved["configurable"], "lease_token": token}}
     ledger = runtime.ledger
     ledger.ride_intent(
-        key="k-order", thread_id=thread_id, ordinal=1, tool="note", args={}, fence=token
+        key="k-order",
+        thread_id=thread_id,
+        ordinal=1,
+        tool="note",
+        args={},
+        timeout_s=5.0,
+        fence=token,
     )
     intent = Effect("k-order", thread_id, 1, "note", {}, "intent", 1, None, None, None,
                     *[datetime.now(UTC)] * 2)  # fmt: skip

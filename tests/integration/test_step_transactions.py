@@ -235,7 +235,7 @@ def test_only_an_intent_never_called_is_handed_back(
     run = claimed(runtime)
     ledger, lease = runtime.ledger, run.lease_token
     for ordinal, called in ((1, True), (2, False)):
-        intent = {"thread_id": run.thread_id, "ordinal": ordinal, "tool": "note"}
+        intent = {"thread_id": run.thread_id, "ordinal": ordinal, "tool": "note", "timeout_s": 5.0}
         ledger.ride_intent(key=f"k{ordinal}-{run.thread_id}", args={}, fence=lease, **intent)
         runtime.saver.flush(run.thread_id)  # committed: the ride's answer keeps the row
         if called:

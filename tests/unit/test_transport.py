@@ -42,6 +42,7 @@ def _requests_wrapping(inner: BaseException) -> requests.ConnectionError:
         (_requests_wrapping(urllib3.exceptions.ProtocolError("aborted")), UnknownOutcome),
         (requests.ConnectionError("something else"), UnknownOutcome),
         (requests.exceptions.MissingSchema("no scheme"), PermanentError),
+        (requests.exceptions.SSLError("bad record mac"), UnknownOutcome),  # maybe after sending
         (urllib.error.URLError(ConnectionRefusedError(111, "refused")), TransientError),
         (urllib.error.URLError(socket.gaierror(-2, "unknown host")), TransientError),
         (urllib.error.URLError(TimeoutError("timed out")), UnknownOutcome),
@@ -98,3 +99,15 @@ def test_a_wrapped_transport_error_is_found_through_its_cause() -> None:
             raise RuntimeError("the tool's own wrapper") from exc
     except RuntimeError as outer:
         assert classify_transport(outer) is TransientError
+
+
+def test_an_error_handled_before_says_nothing_of_the_request_that_failed() -> None:
+    try:
+        try:
+            raise httpx.ConnectError("the primary endpoint refused", request=REQUEST)
+        except httpx.ConnectError:
+            raise ValueError("the fallback's answer did not parse") from None
+    except ValueError as failed:
+        failed.__suppress_context__ = False
+        assert failed.__context__ is not None
+        assert classify_transport(failed) is None  # an unknown outcome for the runner

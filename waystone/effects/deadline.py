@@ -1,20 +1,24 @@
 """The provider call under way: its deadline, and the last check before a request leaves.
 
-The effect runner opens a :func:`call` around ``tool.apply``. :func:`before_send` is the
-last thing a tool does before its request leaves the process (``waystone.effects.http``
-calls it after building the client and the request): it refuses to send once this
-process's lease may have ended, by the monotonic clock less a margin, so a worker frozen
-anywhere before it and woken after a takeover sends nothing. The request then carries
-its deadline (``Request-Deadline``, seconds since the epoch): the time the attempt was
-counted in the ledger, by Postgres' clock, plus the tool's timeout. A provider that
-refuses a request arriving past it also stops one frozen or held in transit after the
-check, which is what lets a lookup that finds nothing be trusted (see the runner).
+The effect runner opens a :func:`call` around ``tool.apply``; opening it checks that the
+run is still this lease's (a read of its row: not cancelled, not taken over) and that the
+lease has not ended by this process's monotonic clock, less a margin. :func:`before_send`
+is the last thing a tool does before its request leaves the process
+(``waystone.effects.http`` calls it after building the client and the request): it checks
+the lease again, and the run's row again if the thread was held up since the last read
+(a pause, a slow vault), so a worker frozen anywhere before it and woken after a cancel or
+a takeover sends nothing. The request then carries its deadline (``Request-Deadline``,
+seconds since the epoch): the time the attempt was counted in the ledger, by Postgres'
+clock, plus the tool's timeout, which the ledger keeps. A provider that refuses a request
+arriving past it also stops one frozen or held in transit after the check, which is what
+lets a lookup that finds nothing be trusted (see the runner).
 """
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -22,28 +26,47 @@ from dataclasses import dataclass
 from waystone.crash import crash_point
 from waystone.errors import LeaseLost
 
+logger = logging.getLogger(__name__)
+
 HEADER = "Request-Deadline"
+RECHECK_S = 0.02  # held up longer than this since the run's row was read: read it again
 
 
-@dataclass(frozen=True)
+@dataclass
 class Call:
     tool: str
     deadline: float  # seconds since the epoch: when the attempt was counted, plus the timeout
-    lease_ends: float | None  # monotonic: when the lease may end, less a margin (None: none)
+    lease_ends: Callable[[], float | None]  # monotonic, less a margin (None: no lease)
+    still_held: Callable[[], bool]  # the run's row: still running under this lease
+    read_at: float = -float("inf")  # monotonic: the last read of the run's row
+    sent: int = 0  # requests that carried the deadline
 
     def check(self) -> None:
-        """Raise :class:`LeaseLost` once the lease may have ended."""
-        if self.lease_ends is not None and time.monotonic() >= self.lease_ends:
+        """Raise :class:`LeaseLost` once the lease may have ended, or the run was
+        cancelled or taken over."""
+        ends = self.lease_ends()
+        now = time.monotonic()
+        if ends is not None and now >= ends:
             raise LeaseLost(f"the lease may have ended; not calling {self.tool}")
+        if now - self.read_at > RECHECK_S:
+            if not self.still_held():
+                raise LeaseLost(f"the run is no longer this lease's; not calling {self.tool}")
+            self.read_at = time.monotonic()
 
 
 _CURRENT: ContextVar[Call | None] = ContextVar("waystone_call", default=None)
 
 
 @contextmanager
-def call(tool: str, deadline: float, lease_ends: float | None) -> Iterator[Call]:
+def call(
+    tool: str,
+    deadline: float,
+    *,
+    lease_ends: Callable[[], float | None] = lambda: None,
+    still_held: Callable[[], bool] = lambda: True,
+) -> Iterator[Call]:
     """The provider call of ``tool`` made inside, checked once here."""
-    current = Call(tool, deadline, lease_ends)
+    current = Call(tool, deadline, lease_ends, still_held)
     current.check()
     token = _CURRENT.set(current)
     try:
@@ -59,10 +82,12 @@ def current() -> Call | None:
 
 def before_send() -> dict[str, str]:
     """The last check before a request leaves, and the headers that carry its deadline
-    (none outside an effect's ``apply``). A tool with a client of its own calls it too."""
+    (none outside an effect's ``apply``, or in a thread it started: a context variable
+    does not cross threads). A tool with a client of its own calls it too."""
     found = _CURRENT.get()
     if found is None:
         return {}
     found.check()
     crash_point("effect:before-send", found.tool)
+    found.sent += 1
     return {HEADER: f"{found.deadline:.3f}"}

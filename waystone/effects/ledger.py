@@ -101,10 +101,12 @@ class Ledger:
     def for_thread(self, thread_id: str) -> list[Effect]:
         return [self._effect(r) for r in self.db.fetch_all("list_effects", thread_id=thread_id)]
 
-    def age_seconds(self, key: str) -> float:
-        """How long ago the effect's row last changed, by the database's clock."""
-        row = self.db.fetch_one("effect_age", key=key)
-        return float(row["age"]) if row else 0.0
+    def seconds_to_deadline(self, key: str, timeout_s: float) -> float:
+        """Seconds until the latest deadline a call of the effect was sent with has passed,
+        by the database's clock (negative: passed); ``timeout_s`` stands in for a call that
+        recorded none."""
+        row = self.db.fetch_one("effect_deadline_in", key=key, timeout_s=timeout_s)
+        return float(row["due_in"]) if row else 0.0
 
     def open_intent(
         self,
@@ -114,11 +116,12 @@ class Ledger:
         ordinal: int,
         tool: str,
         args: dict[str, Any],
+        timeout_s: float,
         fence: int | None = None,
     ) -> tuple[Effect, bool]:
         """The effect for ``key``: a new intent, committed (and ``True``), or the row the
         ledger already holds (and ``False``), which this call leaves as it is."""
-        row = self._intent("open_intent", key, thread_id, ordinal, tool, args, fence)
+        row = self._intent("open_intent", key, thread_id, ordinal, tool, args, timeout_s, fence)
         if row is None:
             # another run (a fork and its origin share keys) inserted the key while this
             # statement ran: its snapshot cannot see that row, a new statement does
@@ -136,6 +139,7 @@ class Ledger:
         ordinal: int,
         tool: str,
         args: dict[str, Any],
+        timeout_s: float,
         fence: int,
     ) -> None:
         """Open the intent for ``key`` in the transaction of the run's next checkpoint, not
@@ -148,7 +152,7 @@ class Ledger:
         statement goes out only with a checkpoint (or a flush), never with pending writes
         that LangGraph does not wait for (see the saver's ``put_writes``)."""
         assert self.ride is not None, "riding needs the saver's ride"
-        params = self._intent_params(key, thread_id, ordinal, tool, args)
+        params = self._intent_params(key, thread_id, ordinal, tool, args, timeout_s)
 
         def inserted(rows: list[dict[str, Any]]) -> None:
             if not rows:  # the key was there already: perform reads what it holds
@@ -246,10 +250,11 @@ class Ledger:
         ordinal: int,
         tool: str,
         args: dict[str, Any],
+        timeout_s: float,
         fence: int | None = None,
     ) -> Effect:
         """Commit the intent (or count one more attempt) before calling the provider."""
-        row = self._intent("record_intent", key, thread_id, ordinal, tool, args, fence)
+        row = self._intent("record_intent", key, thread_id, ordinal, tool, args, timeout_s, fence)
         assert row is not None
         return self._wrote(self._effect(row), fence, thread_id)
 
@@ -261,14 +266,20 @@ class Ledger:
         ordinal: int,
         tool: str,
         args: dict[str, Any],
+        timeout_s: float,
         fence: int | None,
     ) -> dict[str, Any] | None:
-        return self.db.fetch_one(
-            query, fence=fence, **self._intent_params(key, thread_id, ordinal, tool, args)
-        )
+        params = self._intent_params(key, thread_id, ordinal, tool, args, timeout_s)
+        return self.db.fetch_one(query, fence=fence, **params)
 
     def _intent_params(
-        self, key: str, thread_id: str, ordinal: int, tool: str, args: dict[str, Any]
+        self,
+        key: str,
+        thread_id: str,
+        ordinal: int,
+        tool: str,
+        args: dict[str, Any],
+        timeout_s: float,
     ) -> dict[str, Any]:
         return {
             "key": key,
@@ -276,6 +287,7 @@ class Ledger:
             "ordinal": ordinal,
             "tool": tool,
             "args": self.redact(args),
+            "timeout_s": timeout_s,  # the deadline of the call it is for (deadline_of)
         }
 
     def update(

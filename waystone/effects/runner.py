@@ -68,6 +68,7 @@ class EffectRunner:
                 ordinal=action["ordinal"],
                 tool=tool.name,
                 args=action["args"],
+                timeout_s=tool.timeout_s,
                 fence=self.fence,
             )
         if fresh:  # the intent of the first attempt is committed: call the provider
@@ -153,7 +154,7 @@ class EffectRunner:
                 )
                 self.event("needs-human", reason, {"key": key, "tool": tool.name})
                 return EffectResult("needs-human", reason=reason), row
-            wait = tool.timeout_s + tool.settle_s - self.ledger.age_seconds(key)
+            wait = self.ledger.seconds_to_deadline(key, tool.timeout_s) + tool.settle_s
             if wait > 0:
                 self.event(
                     "reconcile-wait",
@@ -184,6 +185,22 @@ class EffectRunner:
         )
         return after_lookup(False), row
 
+    def _look_after_losing(
+        self, thread_id: str, key: str, args: dict[str, Any], tool: Tool
+    ) -> None:
+        """After a call of unknown outcome whose run this process lost (a cancel, most
+        likely: nobody else will reconcile it), ask the provider once and record what it
+        found, so the history shows an effect that happened. Best effort."""
+        if tool.lookup is None:
+            return
+        try:
+            found = tool.lookup(self.reveal(args), key, tool.timeout_s)
+        except Exception:
+            logger.warning("could not look up %s after losing its run", key, exc_info=True)
+            return
+        if isinstance(found, dict):
+            self.ledger.late_receipt(thread_id, key, found)
+
     def _lookup_once(self, key: str, args: dict[str, Any], tool: Tool) -> object:
         assert tool.lookup is not None
         for attempt in range(1, tool.retry.max_attempts + 1):
@@ -198,8 +215,10 @@ class EffectRunner:
         """``tool.apply`` under its call's deadline; a client's transport error becomes what
         it means (:mod:`waystone.effects.transport`), any other error an unknown outcome:
         the request may have left."""
-        ends = row.updated_at.timestamp() + tool.timeout_s
-        with deadline.call(tool.name, ends, self.lease_ends()):
+        ends = row.updated_at.timestamp() + tool.timeout_s  # as the ledger keeps it
+        with deadline.call(
+            tool.name, ends, lease_ends=self.lease_ends, still_held=self.still_held
+        ) as made:
             try:
                 return tool.apply(args, key, tool.timeout_s)
             except WaystoneError:
@@ -207,6 +226,9 @@ class EffectRunner:
             except Exception as exc:
                 kind = classify_transport(exc) or UnknownOutcome
                 raise kind(f"{tool.name}: {type(exc).__name__}: {exc}") from exc
+            finally:
+                if made.sent == 0 and tool.settle_s is not None and not tool.idempotent_by_key:
+                    _warn_no_deadline(tool.name)
 
     def _apply(
         self,
@@ -224,6 +246,7 @@ class EffectRunner:
             ordinal=action["ordinal"],
             tool=tool.name,
             args=args,
+            timeout_s=tool.timeout_s,
             fence=self.fence,
         )
         if row.attempts > tool.retry.max_attempts:
@@ -236,8 +259,6 @@ class EffectRunner:
         attempt = row.attempts  # the ledger changes below leave the count as it is
         crash_point("execute:after-intent", tool.name)
         real_args = self.reveal(args)
-        if not self.still_held():  # cancelled, or taken over: no effect starts after that
-            raise LeaseLost(f"{thread_id} is no longer this lease's; not calling {tool.name}")
         if not self.lease_ok():  # frozen past the lease: another worker may own the run now
             raise LeaseLost(f"the lease on {thread_id} may have expired; not calling {tool.name}")
         started = time.monotonic()
@@ -272,23 +293,27 @@ class EffectRunner:
             return Step.FAILED, row, EffectResult("failed", reason=str(exc))
         except UnknownOutcome as exc:
             elapsed = time.monotonic() - started
-            row = self.ledger.update(
-                key,
-                "unknown",
-                error=str(exc),
-                fence=self.fence,
-                note=Note(
-                    thread_id,
-                    "unknown-outcome",
-                    str(exc),
-                    {
-                        "key": key,
-                        "attempt": attempt,
-                        "elapsed_s": round(elapsed, 3),
-                        "timeout_s": tool.timeout_s,
-                    },
-                ),
-            )
+            try:
+                row = self.ledger.update(
+                    key,
+                    "unknown",
+                    error=str(exc),
+                    fence=self.fence,
+                    note=Note(
+                        thread_id,
+                        "unknown-outcome",
+                        str(exc),
+                        {
+                            "key": key,
+                            "attempt": attempt,
+                            "elapsed_s": round(elapsed, 3),
+                            "timeout_s": tool.timeout_s,
+                        },
+                    ),
+                )
+            except LeaseLost:  # cancelled or taken over during the call: look once, record
+                self._look_after_losing(thread_id, key, args, tool)
+                raise
             return self._step("unknown", tool), row, None
         crash_point("execute:after-apply", tool.name)
         # A receipt that a crash may lose is reconciled without a person (looked up, or
@@ -318,3 +343,17 @@ class EffectRunner:
 
 
 _UNREACHABLE = object()
+_WARNED: set[str] = set()
+
+
+def _warn_no_deadline(tool: str) -> None:
+    """A tool trusted to be refused past its deadline (``settle_s``) sent no request that
+    carried it: a lookup's absence may then be trusted too early."""
+    if tool not in _WARNED:
+        _WARNED.add(tool)
+        logger.warning(
+            "%s has settle_s but sent no request with its deadline: call "
+            "waystone.effects.deadline.before_send() (or use waystone.effects.http) in the "
+            "thread that sends, or set settle_s=None",
+            tool,
+        )

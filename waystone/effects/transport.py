@@ -7,9 +7,11 @@ by a tool's ``apply``, are read the way the tool's author would mean them:
 what happened                                               error
 ==========================================================  ==============================
 refused, name not resolved, connect timeout, no free        TransientError (nothing was
-connection in the pool, TLS handshake failed                sent: a retry is safe)
+connection in the pool                                      sent: a retry is safe)
 read timeout, reset or closed after sending, a broken       UnknownOutcome (it may have
-answer, a timeout whose phase is not known                  happened: reconcile first)
+answer, a timeout whose phase is not known, a TLS error     happened: reconcile first)
+(requests reports one after sending as it reports one
+in the handshake)
 an HTTP status error (``raise_for_status``, urllib's        by its status (see
 ``HTTPError``)                                              :func:`classify_status`)
 the request could not be built (bad URL, bad header)        PermanentError
@@ -39,7 +41,7 @@ _BY_NAME: dict[tuple[str, str], Kind] = {
     ("httpx", "InvalidURL"): PermanentError,
     ("httpx", "TransportError"): UnknownOutcome,  # read/write errors and timeouts, etc.
     ("requests", "ConnectTimeout"): TransientError,
-    ("requests", "SSLError"): TransientError,
+    ("requests", "SSLError"): UnknownOutcome,
     ("requests", "ProxyError"): TransientError,
     ("requests", "ReadTimeout"): UnknownOutcome,
     ("requests", "ChunkedEncodingError"): UnknownOutcome,
@@ -52,6 +54,7 @@ _BY_NAME: dict[tuple[str, str], Kind] = {
     ("urllib3", "NameResolutionError"): TransientError,
     ("urllib3", "ReadTimeoutError"): UnknownOutcome,
     ("urllib3", "ProtocolError"): UnknownOutcome,
+    ("urllib3", "SSLError"): UnknownOutcome,
 }
 # Errors whose meaning is in what they wrap (requests' ConnectionError wraps urllib3's).
 _WRAPPERS = {("requests", "ConnectionError"), ("urllib3", "MaxRetryError")}
@@ -124,10 +127,12 @@ def _named(exc: BaseException, names: set[tuple[str, str]]) -> bool:
 
 
 def _inner(exc: BaseException) -> BaseException | None:
-    """What an error wraps: urllib's and urllib3's ``reason``, a first argument, a cause."""
+    """What an error wraps: urllib's and urllib3's ``reason``, a first argument, its
+    explicit cause. Never an error it was raised while handling (``__context__``): one
+    handled before (a fallback endpoint refused) says nothing of the request that failed."""
     reason = getattr(exc, "reason", None)
     if isinstance(reason, BaseException):
         return reason
     if exc.args and isinstance(exc.args[0], BaseException):
         return exc.args[0]
-    return exc.__cause__ or exc.__context__
+    return exc.__cause__

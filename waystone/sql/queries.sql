@@ -327,37 +327,58 @@ SELECT * FROM waystone.effects WHERE thread_id = %(thread_id)s ORDER BY ordinal,
 
 -- name: record_intent
 -- The intent is committed before the call; a second intent for the same key (a retry)
--- only counts the attempt.
-INSERT INTO waystone.effects (key, thread_id, ordinal, tool, args, status, attempts)
-VALUES (%(key)s, %(thread_id)s, %(ordinal)s, %(tool)s, %(args)s, 'intent', 1)
+-- only counts the attempt. Each one moves the effect's deadline (deadline_of).
+WITH counted AS (
+    INSERT INTO waystone.effects (key, thread_id, ordinal, tool, args, status, attempts)
+    VALUES (%(key)s, %(thread_id)s, %(ordinal)s, %(tool)s, %(args)s, 'intent', 1)
+    ON CONFLICT (key) DO UPDATE
+    SET attempts = waystone.effects.attempts + 1, updated_at = clock_timestamp(),
+        status = CASE WHEN waystone.effects.status IN ('unknown', 'intent')
+                      THEN 'intent' ELSE waystone.effects.status END
+    RETURNING *
+), deadline AS (
+-- include: deadline_of
+)
+SELECT * FROM counted;
+
+-- name: deadline_of
+-- How the intents end (included in them, never run alone): the call the intent is for
+-- carries the deadline of its attempt, the time it was counted plus the tool's timeout;
+-- the effect keeps the latest one any process sent.
+INSERT INTO waystone.effect_deadlines (key, deadline)
+SELECT key, updated_at + make_interval(secs => %(timeout_s)s) FROM counted
 ON CONFLICT (key) DO UPDATE
-SET attempts = waystone.effects.attempts + 1, updated_at = clock_timestamp(),
-    status = CASE WHEN waystone.effects.status IN ('unknown', 'intent')
-                  THEN 'intent' ELSE waystone.effects.status END
-RETURNING *;
+SET deadline = greatest(waystone.effect_deadlines.deadline, EXCLUDED.deadline)
 
 -- name: open_intent
 -- The first intent for a key, committed before the first call (fresh = true); or the row
 -- already there (a resumed run, a fork), unchanged (fresh = false). One round trip.
-WITH inserted AS (
+WITH counted AS (
     INSERT INTO waystone.effects (key, thread_id, ordinal, tool, args, status, attempts)
     VALUES (%(key)s, %(thread_id)s, %(ordinal)s, %(tool)s, %(args)s, 'intent', 1)
     ON CONFLICT (key) DO NOTHING
     RETURNING *
+), deadline AS (
+-- include: deadline_of
 )
-SELECT *, true AS fresh FROM inserted
+SELECT *, true AS fresh FROM counted
 UNION ALL
 SELECT *, false AS fresh FROM waystone.effects
-WHERE key = %(key)s AND NOT EXISTS (SELECT 1 FROM inserted);
+WHERE key = %(key)s AND NOT EXISTS (SELECT 1 FROM counted);
 
 -- name: ride_intent
 -- The first intent for a key, committed in the transaction of the run's next checkpoint
 -- (authorize's, once it approves the action): the row when this inserted it; none when
 -- the key was there already (a fork and its origin share keys), which it leaves as it is.
-INSERT INTO waystone.effects (key, thread_id, ordinal, tool, args, status, attempts)
-VALUES (%(key)s, %(thread_id)s, %(ordinal)s, %(tool)s, %(args)s, 'intent', 1)
-ON CONFLICT (key) DO NOTHING
-RETURNING *;
+WITH counted AS (
+    INSERT INTO waystone.effects (key, thread_id, ordinal, tool, args, status, attempts)
+    VALUES (%(key)s, %(thread_id)s, %(ordinal)s, %(tool)s, %(args)s, 'intent', 1)
+    ON CONFLICT (key) DO NOTHING
+    RETURNING *
+), deadline AS (
+-- include: deadline_of
+)
+SELECT * FROM counted;
 
 -- name: hand_back_intents
 -- A run that stopped between authorize and execute (drained) hands back the intents that
@@ -444,10 +465,14 @@ WITH changed AS (
 )
 SELECT key FROM changed;
 
--- name: effect_age
--- Seconds since the effect's row last changed, on the database's clock (not this host's).
-SELECT extract(epoch FROM clock_timestamp() - updated_at)::float8 AS age
-FROM waystone.effects WHERE key = %(key)s;
+-- name: effect_deadline_in
+-- Seconds until the latest deadline a call of the effect was sent with has passed, on the
+-- database's clock (not this host's); for calls of a version that kept none, the time its
+-- row last changed plus this process's timeout.
+SELECT extract(epoch FROM coalesce(d.deadline, e.updated_at + make_interval(secs => %(timeout_s)s))
+                          - clock_timestamp())::float8 AS due_in
+FROM waystone.effects e LEFT JOIN waystone.effect_deadlines d ON d.key = e.key
+WHERE e.key = %(key)s;
 
 -- name: has_checkpoint
 -- Whether a run has the checkpoint a fork names.

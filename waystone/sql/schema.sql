@@ -166,6 +166,13 @@ CREATE TABLE waystone.effects (
 
 CREATE INDEX effects_thread_idx ON waystone.effects (thread_id, ordinal);
 
+-- The latest deadline a call of each effect was sent with (written with its intent): a
+-- lookup that finds nothing is trusted only once it has passed, whoever made the call.
+CREATE TABLE waystone.effect_deadlines (
+    key      text PRIMARY KEY REFERENCES waystone.effects (key) ON DELETE CASCADE,
+    deadline timestamptz NOT NULL
+);
+
 -- Fencing (DESIGN.md section 5). A lease holder sets the transaction setting
 -- waystone.lease_token before it writes; a write for a run whose current token differs is
 -- rejected (SQLSTATE WS410). FOR SHARE makes a concurrent takeover wait for this write's
