@@ -38,6 +38,11 @@ def one(sql: psycopg.Connection[Any], query: str, *params: Any) -> Any:
     return row[0]
 
 
+def _lease_expired(sql: psycopg.Connection[Any], thread_id: str) -> bool:
+    query = "SELECT lease_expires_at < clock_timestamp() FROM waystone.runs WHERE thread_id = %s"
+    return bool(one(sql, query, thread_id))
+
+
 def _landed(provider: ProviderProcess) -> int:
     """Notification requests that reached the provider: applied or refused."""
     ledger = provider.ledger()
@@ -65,14 +70,7 @@ def test_frozen_worker_sends_no_second_notification(
         env={**FAST_NOTIFY, "WAYSTONE_FREEZE_AT": "effect:before-send@notify_customer"},
     )
     wait_until(lambda: stopped(frozen), "the worker frozen before sending the notification")
-    wait_until(
-        lambda: one(
-            sql,
-            "SELECT lease_expires_at < clock_timestamp() FROM waystone.runs WHERE thread_id = %s",
-            thread_id,
-        ),
-        "the frozen worker's lease expired",
-    )
+    wait_until(lambda: _lease_expired(sql, thread_id), "the frozen worker's lease expired")
     rescuer = workers.spawn("--lease-seconds", "2", "--until-idle", env=FAST_NOTIFY)
     assert rescuer.wait(timeout=90) == 0, workers.output(rescuer)
     assert one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", thread_id) == "done"
@@ -176,3 +174,33 @@ def test_an_effect_in_flight_at_cancel_is_in_the_history(
     [effect] = history["effects"]
     assert effect["status"] == "applied" and effect["receipt"]["id"] == refund["id"], effect
     assert "late-receipt" in [e["kind"] for e in history["events"]]
+
+
+def test_a_longer_timeout_elsewhere_is_waited_for(
+    runtime: Runtime, provider: ProviderProcess, workers: Workers, sql: psycopg.Connection[Any]
+) -> None:
+    """A worker with an 8 s timeout dies with its notification held 6 s in transit; the
+    one that takes over has a 2 s timeout, and still waits for the first call's own
+    deadline before it trusts a lookup that finds nothing: the late request is found."""
+    address = urlsplit(provider.url)
+    assert address.hostname and address.port
+    held = b"POST /notifications"
+    with DelayingProxy((address.hostname, address.port), held, hold_s=6, times=1) as proxy:
+        thread_id = runtime.start("refund", SMALL).thread_id
+        patient = {
+            "WAYSTONE_TOOL_TIMEOUTS": "notify_customer=8",
+            "WAYSTONE_TOOL_SETTLE": "notify_customer=1",
+            "WAYSTONE_PAYMENTS_URL": proxy.url,
+        }
+        first = workers.spawn("--lease-seconds", "2", "--until-idle", env=patient)
+        wait_until(lambda: proxy.held == 1, "the first worker's notification in transit")
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=30)
+        wait_until(lambda: _lease_expired(sql, thread_id), "the dead worker's lease expired")
+        env = {**FAST_NOTIFY, "WAYSTONE_PAYMENTS_URL": proxy.url}
+        second = workers.spawn("--lease-seconds", "2", "--until-idle", env=env)
+        assert second.wait(timeout=120) == 0, workers.output(second)
+    assert one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", thread_id) == "done"
+    ledger = provider.ledger()
+    assert len(ledger["notifications"]) == 1, ledger  # the late one, found; or refused and sent
+    assert "reconcile-wait" in event_kinds(sql, thread_id)
