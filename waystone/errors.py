@@ -7,6 +7,22 @@ parse messages to decide.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+CHAIN_LIMIT = 64  # links of an exception chain walked; deeper ones carry no more meaning
+
+
+def chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc``, then what it was raised from (its ``__cause__``, else its ``__context__``),
+    and so on: each exception once, at most ``CHAIN_LIMIT``. A chain may loop (an
+    exception raised from itself, or from one raised while handling it)."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen and len(seen) < CHAIN_LIMIT:
+        seen.add(id(link))
+        yield link
+        link = link.__cause__ or link.__context__
+
 
 class WaystoneError(Exception):
     """Base class. ``exit_code`` is what the CLI exits with; ``retryable`` says if a retry helps."""

@@ -272,6 +272,8 @@ class Runtime:
                         # receipts that were to commit with a checkpoint the fence refused
                         late = self.ledger.late_receipts(claimed.thread_id, claimed.lease_token)
                         logger.warning("stopped driving: %s", meaning, extra={**log, "late": late})
+                    if meaning is exc:
+                        raise  # never from itself: its chain would be a cycle
                     raise meaning from exc
                 logger.exception("run failed", extra=log)
                 self.registry.transition(

@@ -50,7 +50,7 @@ from types import FrameType
 from typing import Any, Literal
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from waystone.errors import BadInput, DatabaseUnavailable, WaystoneError
+from waystone.errors import BadInput, DatabaseUnavailable, WaystoneError, chain
 from waystone.json_input import parse_json_input
 from waystone.pages import CSP, error_page
 from waystone.runtime import Runtime
@@ -583,15 +583,13 @@ def _meaning(exc: BaseException) -> WaystoneError | None:
     """The Waystone error behind a database exception, if any (as the CLI maps them)."""
     import psycopg
 
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, WaystoneError):
-            return seen
-        if isinstance(seen, psycopg.OperationalError):
-            return DatabaseUnavailable(f"Postgres is unreachable: {seen}")
-        if isinstance(seen, psycopg.DataError):
-            return BadInput(f"the input cannot be stored: {seen}")
-        seen = seen.__cause__ or seen.__context__
+    for link in chain(exc):
+        if isinstance(link, WaystoneError):
+            return link
+        if isinstance(link, psycopg.OperationalError):
+            return DatabaseUnavailable(f"Postgres is unreachable: {link}")
+        if isinstance(link, psycopg.DataError):
+            return BadInput(f"the input cannot be stored: {link}")
     return None
 
 

@@ -10,7 +10,7 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import psycopg
 from psycopg.rows import DictRow, dict_row
@@ -20,7 +20,13 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from waystone import sql
 from waystone.checkpointing import embedded
 from waystone.config import Settings
-from waystone.errors import DatabaseUnavailable, LeaseLost, TransitionNotAllowed, WaystoneError
+from waystone.errors import (
+    DatabaseUnavailable,
+    LeaseLost,
+    TransitionNotAllowed,
+    WaystoneError,
+    chain,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +101,7 @@ class Database:
                 f"no connection to Postgres at {_redact(self.url)} within 30s: {exc}"
             ) from exc
         except psycopg.DatabaseError as exc:
-            raise translate(exc) from exc
+            reraise(exc)
 
     @contextmanager
     def connection(self, fence: int | None = None) -> Iterator[Conn]:
@@ -163,7 +169,7 @@ class Database:
             try:
                 cur = conn.execute(sql.query(name), jsonify(params))
             except psycopg.DatabaseError as exc:
-                raise translate(exc) from exc
+                reraise(exc)
             return cur.fetchall() if cur.description else []
         return self.batch([(name, params)], fence=fence)[0]
 
@@ -210,6 +216,15 @@ def translate(exc: psycopg.DatabaseError) -> Exception:
     return exc
 
 
+def reraise(exc: psycopg.DatabaseError) -> NoReturn:
+    """Raise ``exc`` as the Waystone error it means (raised from it), or else as it is:
+    never raised from itself, which makes its chain a cycle."""
+    meaning = translate(exc)
+    if meaning is exc:
+        raise exc
+    raise meaning from exc
+
+
 def _redact(url: str) -> str:
     """The URL without its password, for messages."""
     try:
@@ -222,13 +237,11 @@ def _redact(url: str) -> str:
 
 def meaning_of(exc: BaseException) -> WaystoneError | None:
     """The Waystone error behind an exception raised through LangGraph, if any."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, WaystoneError):
-            return seen
-        if isinstance(seen, psycopg.DatabaseError):
-            translated = translate(seen)
+    for link in chain(exc):
+        if isinstance(link, WaystoneError):
+            return link
+        if isinstance(link, psycopg.DatabaseError):
+            translated = translate(link)
             if isinstance(translated, WaystoneError):
                 return translated
-        seen = seen.__cause__ or seen.__context__
     return None

@@ -70,7 +70,7 @@ from waystone.checkpointing.at_rest import (
     reveal_history,
     split_filter,
 )
-from waystone.checkpointing.database import FENCE_SQL, Database, translate
+from waystone.checkpointing.database import FENCE_SQL, Database, reraise
 from waystone.checkpointing.held import (
     LEASE_KEY,
     Answer,
@@ -189,7 +189,7 @@ class WaystoneSaver(InThreads, PostgresSaver):
                 with self._cursor(pipeline=True):
                     pass
             except psycopg.DatabaseError as exc:
-                raise translate(exc) from exc
+                reraise(exc)
 
     def list(
         self,
@@ -219,7 +219,7 @@ class WaystoneSaver(InThreads, PostgresSaver):
         try:
             yield
         except psycopg.DatabaseError as exc:
-            raise translate(exc) from exc
+            reraise(exc)
         finally:
             self._fence.token = None
 
@@ -432,7 +432,7 @@ class WaystoneSaver(InThreads, PostgresSaver):
                     conn.execute(FENCE_SQL, (str(token),))
                 yield conn
         except psycopg.DatabaseError as exc:
-            raise translate(exc) from exc
+            reraise(exc)
 
     def copy_thread(
         self,
