@@ -55,6 +55,8 @@ class Settings:
     model_timeout_s: float = 120.0
     tool_timeouts: dict[str, float] = field(default_factory=dict)
     tool_settle: dict[str, float] = field(default_factory=dict)
+    # what a step may take beyond its longest model or tool wait (the database, the checks)
+    step_margin_s: float = 30.0
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -67,6 +69,7 @@ class Settings:
             "model_timeout_s": float(os.environ.get("WAYSTONE_MODEL_TIMEOUT") or 120.0),
             "tool_timeouts": _timeouts_from_env("WAYSTONE_TOOL_TIMEOUTS"),
             "tool_settle": _timeouts_from_env("WAYSTONE_TOOL_SETTLE"),
+            "step_margin_s": float(os.environ.get("WAYSTONE_STEP_MARGIN") or 30.0),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -81,6 +81,7 @@ class Runtime:
         self.saver = make_saver(self.db, redact=self.vault.redact, sealer=self.sealer)
         self.ledger = Ledger(self.db, redact=protect, reveal=reveal, ride=self.saver.ride)
         self._graphs: dict[str, CompiledStateGraph[Any]] = {}
+        self._budgets: dict[str, float] = {}  # agent -> its step budget (see `leases`)
         self.owner = process_owner()
 
     def _protect(self, value: Any) -> Any:
@@ -105,6 +106,7 @@ class Runtime:
     def register(self, agent: AgentSpec) -> None:
         self.agents[agent.name] = agent
         self._graphs.pop(agent.name, None)
+        self._budgets.pop(agent.name, None)
 
     def agent(self, name: str) -> AgentSpec:
         try:
@@ -126,6 +128,7 @@ class Runtime:
                 tool_settle=self.settings.tool_settle,
             )
             self._graphs[agent] = build_graph(ports, self.saver)
+            self._budgets[agent] = ports.step_budget(self.settings.step_margin_s)
         return self._graphs[agent]
 
     def config(self, thread_id: str) -> RunnableConfig:
@@ -239,15 +242,28 @@ class Runtime:
             return status_of(settled, None, None)
         return self.status(claimed.thread_id)
 
-    def drive(self, claimed: Run, control: RunControl | None = None) -> Run | None:
+    def drive(
+        self,
+        claimed: Run,
+        control: RunControl | None = None,
+        on_stuck: Callable[[], None] | None = None,
+    ) -> Run | None:
         """Drive a run this process has claimed; return it as settled on its graph's outcome
         (``None`` when it was drained, or failed on an error). Raises :class:`LeaseLost` when
         another process took it over (nothing more is written), :class:`DatabaseUnavailable`
-        when Postgres went away (the lease expires and the run is picked up again)."""
+        when Postgres went away (the lease expires and the run is picked up again). A drive
+        that makes no progress for its agent's step budget is stuck: its lease is left to
+        lapse and ``on_stuck`` is called, from another thread."""
         spec = self.agent(claimed.agent)
         graph = self.graph(claimed.agent)
         log = {"thread_id": claimed.thread_id, "lease_token": claimed.lease_token}
-        with leases.heartbeat(self.registry, claimed, self.settings.lease_seconds):
+        with leases.heartbeat(
+            self.registry,
+            claimed,
+            self.settings.lease_seconds,
+            budget_s=self._budgets[claimed.agent],
+            on_stuck=on_stuck,
+        ):
             try:
                 return driver.drive(
                     graph,

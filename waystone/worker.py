@@ -7,6 +7,10 @@ Idle workers hold no run and wait on LISTEN/NOTIFY (``waystone_runnable``), with
 poll as a fallback and a timer for the next wait that times out. SIGTERM (or a first
 SIGINT) finishes the current step of every run in hand, releases the leases and exits; a
 second SIGINT exits at once. When Postgres goes away the worker backs off and carries on.
+
+A drive stuck past its step budget (see ``waystone.runs.leases``) loses its lease and its
+slot: a new slot takes its place, so the worker goes on claiming at its concurrency, and
+the stuck thread, should it ever return, ends without claiming again.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ class WorkerStats:
     lease_lost: int = 0
     errors: int = 0
     db_outages: int = 0
+    stuck: int = 0  # drives given up past their step budget (their slots replaced)
     threads: dict[str, int] = field(default_factory=dict)
 
 
@@ -76,8 +81,10 @@ class Worker:
         self._stopping = threading.Event()
         self._wake = threading.Event()
         self._lock = threading.Lock()
-        self._busy = 0
-        self._controls: dict[str, RunControl] = {}
+        self._slots: set[threading.Thread] = set()  # the slots that claim (a stuck one left)
+        self._started = 0
+        # the drives in hand, by (thread id, lease token): a stuck one is dropped at once
+        self._controls: dict[tuple[str, int], RunControl] = {}
         self._interrupts = 0
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -86,15 +93,14 @@ class Worker:
         """Work until stopped (or, with ``until_idle``, until nothing is runnable)."""
         listener = threading.Thread(target=self._listen, name="waystone-listen", daemon=True)
         listener.start()
-        slots = [
-            threading.Thread(target=self._slot, name=f"waystone-slot-{i}", daemon=True)
-            for i in range(self.concurrency)
-        ]
-        for slot in slots:
-            slot.start()
-        for slot in slots:
-            while slot.is_alive():  # the main thread stays free for signal handlers
-                slot.join(0.2)
+        for _ in range(self.concurrency):
+            self._add_slot()
+        while True:  # the main thread stays free for signal handlers
+            with self._lock:
+                alive = [slot for slot in self._slots if slot.is_alive()]
+            if not alive:
+                break
+            alive[0].join(0.2)
         self._stopping.set()
         self._wake.set()
         return self.stats
@@ -123,9 +129,23 @@ class Worker:
 
     # -- one slot: claim, drive, repeat ---------------------------------------------------
 
+    def _add_slot(self) -> None:
+        with self._lock:
+            slot = threading.Thread(
+                target=self._slot, name=f"waystone-slot-{self._started}", daemon=True
+            )
+            self._started += 1
+            self._slots.add(slot)
+        slot.start()
+
+    def _claims(self) -> bool:
+        """Whether this thread is one of the worker's slots (not one replaced when stuck)."""
+        with self._lock:
+            return threading.current_thread() in self._slots
+
     def _slot(self) -> None:
         backoff, rechecks = 0.5, 0
-        while not self._stopping.is_set():
+        while not self._stopping.is_set() and self._claims():
             self._wake.clear()
             try:
                 run = self.rt.registry.claim(
@@ -159,7 +179,7 @@ class Worker:
 
     def _idle(self) -> bool:
         with self._lock:
-            return self._busy == 0
+            return not self._controls
 
     def _serving(self) -> list[str]:
         return self.agents if self.agents is not None else sorted(self.rt.agents)
@@ -178,16 +198,17 @@ class Worker:
 
     def _drive(self, run: Run) -> None:
         control = RunControl()
+        key = (run.thread_id, run.lease_token)
         with self._lock:
-            self._busy += 1
-            self._controls[run.thread_id] = control
+            self._controls[key] = control
             if self._stopping.is_set():
                 control.request_drain("shutdown")
         log = {"thread_id": run.thread_id, "lease_token": run.lease_token, "owner": self.owner}
         marked = logs.about_run(run.thread_id)  # every line logged while driving it says so
+        slot = threading.current_thread()
         try:
             logger.info("driving run", extra=log)
-            self.rt.drive(run, control=control)
+            self.rt.drive(run, control=control, on_stuck=lambda: self._stuck(slot, run))
             self.stats.driven += 1
         except LeaseLost as exc:
             self.stats.lease_lost += 1
@@ -201,8 +222,27 @@ class Worker:
         finally:
             logs.done_with_run(marked)
             with self._lock:
-                self._busy -= 1
-                self._controls.pop(run.thread_id, None)
+                if self._controls.get(key) is control:
+                    del self._controls[key]
+
+    def _stuck(self, slot: threading.Thread, run: Run) -> None:
+        """``slot``'s drive of ``run`` is stuck (called by the heartbeat): it no longer
+        counts against the concurrency, and a new slot claims in its place."""
+        with self._lock:
+            if slot not in self._slots:
+                return
+            self._slots.discard(slot)
+            self._controls.pop((run.thread_id, run.lease_token), None)
+            self.stats.stuck += 1
+        logger.error(
+            "run %s: its drive is stuck in %s; a new slot takes its place (the stuck thread "
+            "ends without claiming again if it ever returns)",
+            run.thread_id,
+            slot.name,
+            extra={"thread_id": run.thread_id, "lease_token": run.lease_token, "owner": self.owner},
+        )
+        if not self._stopping.is_set():
+            self._add_slot()
 
     def _give_back(self, run: Run) -> None:
         """After an outage, hand the lease back so any worker resumes the run at once."""

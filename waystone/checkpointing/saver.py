@@ -84,6 +84,7 @@ from waystone.checkpointing.held import (
 from waystone.checkpointing.in_threads import InThreads
 from waystone.errors import LeaseLost
 from waystone.privacy.seal import SealedSerializer, Sealer
+from waystone.runs.leases import progressed
 
 logger = logging.getLogger(__name__)
 
@@ -283,6 +284,7 @@ class WaystoneSaver(InThreads, PostgresSaver):
         self._empty.discard(where[0])
         token = (config.get("configurable") or {}).get(LEASE_KEY)
         lease = int(token) if token is not None else None
+        progressed(where[0], lease)  # a step boundary: the drive is not stuck
         hold = (
             where[0] in self._fresh
             and where[1] == ""
@@ -345,6 +347,8 @@ class WaystoneSaver(InThreads, PostgresSaver):
             writes = [(channel, self._redact(value)) for channel, value in writes]
         configurable = config["configurable"]
         where = _where(config)
+        token = configurable.get(LEASE_KEY)
+        progressed(where[0], int(token) if token is not None else None)  # a task is done
         checkpoint_id = str(configurable["checkpoint_id"])
         lone = self._lone.get(where) == checkpoint_id
         if self._may_hold(configurable, writes, task_path, lone=lone):
@@ -370,7 +374,6 @@ class WaystoneSaver(InThreads, PostgresSaver):
                 held.statements, kept = until_asked(held.statements)
                 if kept:
                     self._held[where] = Held(held.lease_token, [], kept)
-        token = configurable.get(LEASE_KEY)
         held = self._own(held, int(token) if token is not None else None)
         with self._fenced(config):
             self._fence.held = held.all(self.INSERT_CHECKPOINT_WRITES_SQL) if held else None

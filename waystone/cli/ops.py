@@ -112,6 +112,7 @@ def worker(
             "lease_lost": stats.lease_lost,
             "errors": stats.errors,
             "db_outages": stats.db_outages,
+            "stuck": stats.stuck,
         }
         _emit(
             as_json,

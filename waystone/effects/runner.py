@@ -54,6 +54,7 @@ class EffectRunner:
     lease_ends: Callable[[], float | None] = field(default=lambda: None)
     # asks Postgres whether the run is still this lease's and running (not cancelled)
     still_held: Callable[[], bool] = field(default=lambda: True)
+    progressed: Callable[[], None] = field(default=lambda: None)  # a provider call starts
     sleep: Callable[[float], None] = time.sleep
     rand: Callable[[], float] = field(default=random.random)
 
@@ -204,6 +205,7 @@ class EffectRunner:
     def _lookup_once(self, key: str, args: dict[str, Any], tool: Tool) -> object:
         assert tool.lookup is not None
         for attempt in range(1, tool.retry.max_attempts + 1):
+            self.progressed()
             try:
                 return tool.lookup(self.reveal(args), key, tool.timeout_s)
             except (TransientError, UnknownOutcome) as exc:
@@ -261,6 +263,7 @@ class EffectRunner:
         real_args = self.reveal(args)
         if not self.lease_ok():  # frozen past the lease: another worker may own the run now
             raise LeaseLost(f"the lease on {thread_id} may have expired; not calling {tool.name}")
+        self.progressed()
         started = time.monotonic()
         try:
             receipt = self._call(tool, real_args, key, row)

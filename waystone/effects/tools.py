@@ -36,6 +36,11 @@ class RetryPolicy:
         ceiling = min(self.max_delay_s, self.base_delay_s * (2 ** (attempt - 1)))
         return float(ceiling * (0.5 + rand / 2))
 
+    @property
+    def longest_delay_s(self) -> float:
+        """The longest delay before any retry (after the last attempt, at most)."""
+        return self.delay(self.max_attempts, 1.0)
+
 
 @dataclass(frozen=True)
 class Tool:

@@ -12,7 +12,7 @@ from waystone.agent import AgentSpec
 from waystone.effects.ledger import Ledger
 from waystone.effects.runner import EffectRunner
 from waystone.effects.tools import RetryPolicy, Tool
-from waystone.runs.leases import lease_ends, lease_ok
+from waystone.runs.leases import lease_ends, lease_ok, progressed
 from waystone.runs.registry import RunRegistry
 
 
@@ -32,6 +32,17 @@ class Ports:
         thread_id = thread_id_of(config)
         namespace = (config.get("configurable") or {}).get("key_namespace") or thread_id
         return RunScope(self, thread_id, lease_of(config), str(namespace))
+
+    def step_budget(self, margin_s: float) -> float:
+        """The longest a drive of this agent may go without marking progress: its longest
+        wait between two marks (a model call and the delay before its retry; a tool call,
+        its retry delay and its settle time), plus ``margin_s``."""
+        waits = [self.model_timeout_s + self.model_retry.longest_delay_s]
+        for name in self.agent.tools:
+            tool = self.tool(name)
+            assert tool is not None
+            waits.append(tool.timeout_s + tool.retry.longest_delay_s + (tool.settle_s or 0.0))
+        return max(waits) + margin_s
 
     def tool(self, name: str) -> Tool | None:
         """The agent's tool, with this deployment's timeout for it if one is configured."""
@@ -53,6 +64,7 @@ class RunScope:
     key_namespace: str  # what idempotency keys derive from: the thread, or a fork's root
 
     def event(self, kind: str, reason: str, evidence: dict[str, Any] | None = None) -> None:
+        progressed(self.thread_id, self.fence)  # a retry, a reconciliation: the step goes on
         self.ports.registry.event(self.thread_id, kind, reason, evidence, lease_token=self.fence)
 
     def runner(self) -> EffectRunner:
@@ -69,6 +81,7 @@ class RunScope:
             still_held=lambda: (
                 self.fence is None or self.ports.registry.holds(self.thread_id, self.fence)
             ),
+            progressed=lambda: progressed(self.thread_id, self.fence),
         )
 
 

@@ -14,6 +14,14 @@ a lock on its run's row or the statement, and is tried again a third of a lease 
 run whose row stays locked (a transaction left open on it) keeps its renewals failing and
 its guard lets it lapse; the other runs are renewed in between. It takes several such rows
 at once, each costing the others up to that limit per round, to delay them by a lease.
+
+A lease is renewed only while its drive makes progress. The drive marks it (``progressed``)
+at each step boundary and task (the saver's saves), each event a node records and each
+provider call it starts: a monotonic timestamp, no round trip. A drive with no mark for
+longer than its step budget (its agent's longest bounded wait plus a margin) is stuck: a
+call that ignores its timeout, a node that never returns. Its lease is no longer renewed
+and lapses, so another worker takes the run over, and Postgres fences the stuck thread out
+if it ever goes on.
 """
 
 from __future__ import annotations
@@ -47,6 +55,7 @@ class LeaseGuard:
         self.lost = threading.Event()
         self._clock = clock
         self._renewed = clock()
+        self._progressed = self._renewed
 
     def renewed(self, sent_at: float | None = None) -> None:
         """A renewal succeeded; ``sent_at``: when it was sent (monotonic)."""
@@ -55,6 +64,13 @@ class LeaseGuard:
     def ends(self) -> float:
         """The monotonic time from which this process no longer counts on the lease."""
         return self._renewed + self.lease_seconds * (1 - MARGIN)
+
+    def progressed(self) -> None:
+        self._progressed = self._clock()
+
+    def since_progress(self) -> float:
+        """Seconds since the drive last marked progress (or began)."""
+        return self._clock() - self._progressed
 
     def ok(self) -> bool:
         return not self.lost.is_set() and self._clock() < self.ends()
@@ -78,6 +94,13 @@ def lease_ends(thread_id: str, lease_token: int | None) -> float | None:
     return -float("inf") if guard.lost.is_set() else guard.ends()
 
 
+def progressed(thread_id: str, lease_token: int | None) -> None:
+    """The drive of this run under this lease made progress (nothing outside a drive)."""
+    guard = GUARDS.get((thread_id, lease_token)) if lease_token is not None else None
+    if guard is not None:
+        guard.progressed()
+
+
 def renewal_limit(lease_seconds: float) -> float:
     """How long one renewal of a lease this long may wait before it gives up."""
     return min(lease_seconds / 6, RENEWAL_LIMIT_S)
@@ -90,6 +113,8 @@ class _Lease:
     lease_seconds: float
     guard: LeaseGuard
     due: float  # monotonic time of its next renewal
+    budget_s: float | None  # the longest its drive may go without progress; None: no limit
+    on_stuck: Callable[[], None] | None
     lock: threading.Lock = field(default_factory=threading.Lock)  # held while renewing
     stopped: bool = False
 
@@ -109,12 +134,24 @@ class Heartbeats:
         self._thread: threading.Thread | None = None
 
     @contextmanager
-    def keep(self, registry: RunRegistry, run: Run, lease_seconds: float) -> Iterator[LeaseGuard]:
-        """Renew ``run``'s lease every third of its length while inside. On the way out, a
-        renewal under way is waited for, and none starts after."""
+    def keep(
+        self,
+        registry: RunRegistry,
+        run: Run,
+        lease_seconds: float,
+        *,
+        budget_s: float | None = None,
+        on_stuck: Callable[[], None] | None = None,
+    ) -> Iterator[LeaseGuard]:
+        """Renew ``run``'s lease every third of its length while inside, as long as its
+        drive marks progress at least every ``budget_s``; past that the drive is stuck: its
+        lease is left to lapse, its guard counts it lost, and ``on_stuck`` is called (on
+        the heartbeat's thread). On the way out, a renewal under way is waited for, and
+        none starts after."""
         key = (id(registry), run.thread_id, run.lease_token)
         guard = LeaseGuard(lease_seconds, self._clock)
-        lease = _Lease(registry, run, lease_seconds, guard, self._clock() + lease_seconds / 3)
+        due = self._clock() + lease_seconds / 3
+        lease = _Lease(registry, run, lease_seconds, guard, due, budget_s, on_stuck)
         GUARDS[key[1:]] = guard
         with self._changed:
             self._leases[key] = lease
@@ -167,6 +204,10 @@ class Heartbeats:
                 return
             sent = self._clock()
             lease.due = sent + lease.lease_seconds / 3
+            stalled = lease.guard.since_progress()
+            if lease.budget_s is not None and stalled > lease.budget_s:
+                self._give_up(lease, stalled)
+                return
             try:
                 held = lease.registry.heartbeat(
                     run.thread_id,
@@ -184,12 +225,44 @@ class Heartbeats:
             lease.stopped = True  # refused: the lease is gone, renewing it cannot succeed
             logger.warning("lease lost", extra={"thread_id": run.thread_id})
 
+    def _give_up(self, lease: _Lease, stalled: float) -> None:
+        """A stuck drive: its lease lapses and its guard stops any provider call it makes."""
+        run = lease.run
+        lease.stopped = True
+        lease.guard.lost.set()
+        logger.warning(
+            "run %s: its drive made no progress for %.1fs (its step budget is %.1fs); "
+            "no longer renewing lease %d, another worker takes the run over once it lapses",
+            run.thread_id,
+            stalled,
+            lease.budget_s,
+            run.lease_token,
+            extra={"thread_id": run.thread_id, "lease_token": run.lease_token},
+        )
+        if lease.on_stuck is not None:
+            try:
+                lease.on_stuck()
+            except Exception:
+                logger.exception(
+                    "the stuck drive's handler failed", extra={"thread_id": run.thread_id}
+                )
+
 
 HEARTBEATS = Heartbeats()
 
 
 @contextmanager
-def heartbeat(registry: RunRegistry, run: Run, lease_seconds: float) -> Iterator[threading.Event]:
-    """Renew the lease every third of its length; the event is set if the lease is lost."""
-    with HEARTBEATS.keep(registry, run, lease_seconds) as guard:
+def heartbeat(
+    registry: RunRegistry,
+    run: Run,
+    lease_seconds: float,
+    *,
+    budget_s: float | None = None,
+    on_stuck: Callable[[], None] | None = None,
+) -> Iterator[threading.Event]:
+    """Renew the lease every third of its length while the drive makes progress (see
+    :meth:`Heartbeats.keep`); the event is set if the lease is lost."""
+    with HEARTBEATS.keep(
+        registry, run, lease_seconds, budget_s=budget_s, on_stuck=on_stuck
+    ) as guard:
         yield guard.lost
