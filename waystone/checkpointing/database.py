@@ -141,7 +141,7 @@ class Database:
                 name, params = statements[0]
                 cur = conn.execute(sql.query(name), jsonify(params))
                 return [cur.fetchall() if cur.description else []]
-            with conn.pipeline():
+            with pipelined(conn):
                 if fence is not None:
                     conn.execute(FENCE_SQL, (str(fence),))
                 cursors = [
@@ -175,6 +175,21 @@ class Database:
 
 
 FENCE_SQL = "SELECT set_config('waystone.lease_token', %s, true)"
+
+
+@contextmanager
+def pipelined(conn: Conn) -> Iterator[None]:
+    """``conn`` in pipeline mode. A pipeline that fails closes the connection, and the pool
+    replaces it: psycopg counts a statement it first prepared in the pipeline as prepared
+    even when the pipeline aborted before the server made it, so every later use of that
+    statement on the connection would fail ("prepared statement ... does not exist")."""
+    try:
+        with conn.pipeline():
+            yield
+    except BaseException:
+        conn.close()
+        raise
+
 
 IDLE_CHECK_S = 10.0
 _returned_at: weakref.WeakKeyDictionary[Conn, float] = weakref.WeakKeyDictionary()

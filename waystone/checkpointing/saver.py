@@ -70,7 +70,7 @@ from waystone.checkpointing.at_rest import (
     reveal_history,
     split_filter,
 )
-from waystone.checkpointing.database import FENCE_SQL, Database, reraise
+from waystone.checkpointing.database import FENCE_SQL, Database, pipelined, reraise
 from waystone.checkpointing.held import (
     LEASE_KEY,
     Answer,
@@ -243,7 +243,7 @@ class WaystoneSaver(InThreads, PostgresSaver):
             # implicit transaction (the setting is local to it; the first error rolls back
             # all of them).
             asked: list[tuple[Cursor[DictRow], Answer]] = []
-            with conn.pipeline():
+            with pipelined(conn):
                 if token is not None:
                     with conn.cursor(binary=True) as setter:
                         setter.execute(FENCE_SQL, (str(token),))
