@@ -1,22 +1,58 @@
-"""Waystone: durable execution for LangGraph agents on Postgres."""
+"""Waystone: durable execution for LangGraph agents on Postgres.
 
-from waystone.agent import AgentSpec, Check, CheckResult
-from waystone.config import Settings
-from waystone.effects.tools import RetryPolicy, Tool
-from waystone.errors import (
-    BadInput,
-    DatabaseUnavailable,
-    LeaseLost,
-    PermanentError,
-    TransientError,
-    TransitionNotAllowed,
-    UnknownOutcome,
-    UnknownThread,
-    WaystoneError,
-)
-from waystone.policy import PolicyDecision, Rule, RulePolicy
-from waystone.proposers import ChatModelProposer, Proposal, ScriptedProposer
-from waystone.runtime import RunStatus, Runtime
+The names below are imported on first use (PEP 562): ``import waystone`` alone loads
+neither LangGraph nor pydantic, so a CLI command that only reads runs starts fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from waystone.agent import AgentSpec, Check, CheckResult
+    from waystone.config import Settings
+    from waystone.effects.tools import RetryPolicy, Tool
+    from waystone.errors import (
+        BadInput,
+        DatabaseUnavailable,
+        LeaseLost,
+        PermanentError,
+        TransientError,
+        TransitionNotAllowed,
+        UnknownOutcome,
+        UnknownThread,
+        WaystoneError,
+    )
+    from waystone.policy import PolicyDecision, Rule, RulePolicy
+    from waystone.proposers import ChatModelProposer, Proposal, ScriptedProposer
+    from waystone.runtime import RunStatus, Runtime
+
+_HOMES = {
+    "AgentSpec": "waystone.agent",
+    "Check": "waystone.agent",
+    "CheckResult": "waystone.agent",
+    "Settings": "waystone.config",
+    "RetryPolicy": "waystone.effects.tools",
+    "Tool": "waystone.effects.tools",
+    "BadInput": "waystone.errors",
+    "DatabaseUnavailable": "waystone.errors",
+    "LeaseLost": "waystone.errors",
+    "PermanentError": "waystone.errors",
+    "TransientError": "waystone.errors",
+    "TransitionNotAllowed": "waystone.errors",
+    "UnknownOutcome": "waystone.errors",
+    "UnknownThread": "waystone.errors",
+    "WaystoneError": "waystone.errors",
+    "PolicyDecision": "waystone.policy",
+    "Rule": "waystone.policy",
+    "RulePolicy": "waystone.policy",
+    "ChatModelProposer": "waystone.proposers",
+    "Proposal": "waystone.proposers",
+    "ScriptedProposer": "waystone.proposers",
+    "RunStatus": "waystone.status",
+    "Runtime": "waystone.runtime",
+}
 
 __all__ = [
     "AgentSpec",
@@ -43,3 +79,16 @@ __all__ = [
     "UnknownThread",
     "WaystoneError",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'waystone' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # later look-ups find it without coming here again
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})

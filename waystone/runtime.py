@@ -9,41 +9,39 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
-from langchain_core.runnables import RunnableConfig
-from langgraph.errors import GraphDrained
-from langgraph.graph.state import CompiledStateGraph
-from langgraph.runtime import RunControl
-
-from waystone.agent import AgentSpec
-from waystone.agents import default_agents
 from waystone.approval import parse_decision
 from waystone.checkpointing.database import FENCE_SQL, Database, meaning_of
 from waystone.checkpointing.migrations import migrate
-from waystone.checkpointing.saver import make_saver
+from waystone.checkpointing.position import next_nodes
 from waystone.config import Settings
-from waystone.effects.ledger import Ledger
 from waystone.errors import (
     BadInput,
     DatabaseUnavailable,
     LeaseLost,
     TransitionNotAllowed,
 )
-from waystone.graph.builder import build_graph
-from waystone.graph.ports import Ports
-from waystone.graph.reopen import reopen
 from waystone.identifiers import check_identifier
 from waystone.privacy.keys import at_rest_sealer, load_key
 from waystone.privacy.readable import refuse_personal_data
 from waystone.privacy.seal import open_value
 from waystone.privacy.vault import Vault
-from waystone.proposers import correction_budget
 from waystone.runs import driver, leases
 from waystone.runs.registry import Run, RunRegistry, process_owner
-from waystone.runs.signals import Signal, SignalBox
+from waystone.runs.signals import APPROVAL, Signal, SignalBox
 from waystone.status import RunStatus as RunStatus
 from waystone.status import not_runnable, status_of
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.graph.state import CompiledStateGraph
+    from langgraph.runtime import RunControl
+
+    from waystone.agent import AgentSpec
+    from waystone.checkpointing.saver import WaystoneSaver
+    from waystone.effects.ledger import Ledger
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +59,7 @@ class Runtime:
         database_url: str | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env(database_url=database_url)
-        self.agents: dict[str, AgentSpec] = dict(agents or default_agents())
+        self._agents: dict[str, AgentSpec] | None = dict(agents) if agents else None
         self.db = Database.open(self.settings)
         try:
             migrate(self.db)
@@ -78,11 +76,34 @@ class Runtime:
         protect, reveal = self._protect, self._reveal
         self.registry = RunRegistry(self.db, redact=protect, reveal=reveal)
         self.signals = SignalBox(self.db, redact=protect, reveal=reveal)
-        self.saver = make_saver(self.db, redact=self.vault.redact, sealer=self.sealer)
-        self.ledger = Ledger(self.db, redact=protect, reveal=reveal, ride=self.saver.ride)
         self._graphs: dict[str, CompiledStateGraph[Any]] = {}
         self._budgets: dict[str, float] = {}  # agent -> its step budget (see `leases`)
         self.owner = process_owner()
+
+    # The agents, the saver and the ledger are made on first use: a command that only reads
+    # runs (``status``, ``list``) never imports LangGraph, the agents' tools or pydantic.
+
+    @property
+    def agents(self) -> dict[str, AgentSpec]:
+        """The agents this runtime drives: those given, or the examples and those
+        ``WAYSTONE_AGENTS`` names."""
+        if self._agents is None:
+            from waystone.agents import default_agents
+
+            self._agents = default_agents()
+        return self._agents
+
+    @cached_property
+    def saver(self) -> WaystoneSaver:
+        from waystone.checkpointing.saver import make_saver
+
+        return make_saver(self.db, redact=self.vault.redact, sealer=self.sealer)
+
+    @cached_property
+    def ledger(self) -> Ledger:
+        from waystone.effects.ledger import Ledger
+
+        return Ledger(self.db, redact=self._protect, reveal=self._reveal, ride=self.saver.ride)
 
     def _protect(self, value: Any) -> Any:
         """On the way to Postgres: personal data tokenised, then sealed when encrypting."""
@@ -118,6 +139,9 @@ class Runtime:
     def graph(self, agent: str) -> CompiledStateGraph[Any]:
         """The compiled graph of an agent, checkpointed in this runtime's Postgres."""
         if agent not in self._graphs:
+            from waystone.graph.builder import build_graph
+            from waystone.graph.ports import Ports
+
             ports = Ports(
                 agent=self.agent(agent),
                 ledger=self.ledger,
@@ -254,6 +278,10 @@ class Runtime:
         when Postgres went away (the lease expires and the run is picked up again). A drive
         that makes no progress for its agent's step budget is stuck: its lease is left to
         lapse and ``on_stuck`` is called, from another thread."""
+        from langgraph.errors import GraphDrained
+
+        from waystone.proposers import correction_budget
+
         spec = self.agent(claimed.agent)
         graph = self.graph(claimed.agent)
         log = {"thread_id": claimed.thread_id, "lease_token": claimed.lease_token}
@@ -384,7 +412,7 @@ class Runtime:
         """Deliver an external event. It wakes the run if it waits for ``name``, and is kept
         for it otherwise (a signal that arrives before the wait begins is not lost).
         ``key`` deduplicates deliveries (a webhook's event id)."""
-        if not name or name == driver.APPROVAL:
+        if not name or name == APPROVAL:
             raise BadInput("a signal needs a name other than 'approval' (use `approve`)")
         self._refuse_personal_data("signal name", name)
         self._refuse_personal_data("signal key", key)
@@ -418,6 +446,8 @@ class Runtime:
             raise TransitionNotAllowed(
                 f"run {thread_id} is {run.state}; only failed or needs-human runs are requeued"
             )
+        from waystone.graph.reopen import reopen
+
         graph = self.graph(run.agent)
         reopen(
             graph,
@@ -446,18 +476,34 @@ class Runtime:
         return self.status(thread_id)
 
     def status(self, thread_id: str) -> RunStatus:
+        """A run's state, the node it resumes at and the approval it waits for, from its row
+        and its latest checkpoint's: the graph is loaded only when they cannot tell."""
         run = self.registry.get(thread_id)
+        nodes = next_nodes(
+            self.db.fetch_one("graph_position", thread_id=thread_id, checkpoint_id=None)
+        )
+        if nodes is None:
+            return self._status_from_graph(run)
+        pending = None
+        if run.state == "waiting" and run.waiting_for == APPROVAL:
+            pending = run.evidence.get("pending_approval")  # what the run's wait recorded
+        return status_of(run, nodes[0] if nodes else None, pending, self._lease(run))
+
+    def _status_from_graph(self, run: Run) -> RunStatus:
         pending, step = None, None
         if run.agent in self.agents:
             graph = self.graph(run.agent)
-            snapshot = graph.get_state(self.config(thread_id))
+            snapshot = graph.get_state(self.config(run.thread_id))
             step = snapshot.next[0] if snapshot.next else None
             if run.state == "waiting":
                 waiting_on = driver.waiting_interrupt(snapshot)
-                if waiting_on is not None and waiting_on.value.get("kind") == driver.APPROVAL:
+                if waiting_on is not None and waiting_on.value.get("kind") == APPROVAL:
                     pending = waiting_on.value
-        lease = self.registry.lease(thread_id) if run.state == "running" else None
-        return status_of(run, step, pending, lease)
+        return status_of(run, step, pending, self._lease(run))
+
+    def _lease(self, run: Run) -> dict[str, Any] | None:
+        """A running run's lease: its owner and its expiry, by Postgres' clock."""
+        return self.registry.lease(run.thread_id) if run.state == "running" else None
 
     def list(self, state: str | None = None, limit: int = 100) -> list[RunStatus]:
         return [status_of(r, None, None) for r in self.registry.list_runs(state, limit)]
@@ -503,7 +549,7 @@ class Runtime:
             f"run {thread_id} is {run.state} and not waiting for an approval; "
             "nothing to decide (see `waystone status`)"
         )
-        if waiting_on is None or pending is None or pending.get("kind") != driver.APPROVAL:
+        if waiting_on is None or pending is None or pending.get("kind") != APPROVAL:
             raise TransitionNotAllowed(not_waiting)
         raw: dict[str, Any] = {
             "choice": choice,
@@ -523,7 +569,7 @@ class Runtime:
         record = decision.to_dict()
         summary = f"{choice} by {by}" + (f": {comment}" if comment else "")
         if run.state != "waiting":
-            found = self.signals.get(thread_id, driver.APPROVAL, waiting_on.id)
+            found = self.signals.get(thread_id, APPROVAL, waiting_on.id)
             if found is None:
                 raise TransitionNotAllowed(not_waiting)
             signal, created = found, False
@@ -531,7 +577,7 @@ class Runtime:
             signal, created = self._reject(run, waiting_on.id, record, summary)
         else:
             signal, created = self.signals.record(
-                thread_id, driver.APPROVAL, waiting_on.id, record, actor=by
+                thread_id, APPROVAL, waiting_on.id, record, actor=by
             )
             if created:
                 self.registry.event(thread_id, "decision", summary, {"decision": record}, actor=by)
@@ -558,7 +604,7 @@ class Runtime:
         try:
             with self.db.transaction() as conn:
                 signal, created = self.signals.record(
-                    thread_id, driver.APPROVAL, interrupt_id, record, actor=by, conn=conn
+                    thread_id, APPROVAL, interrupt_id, record, actor=by, conn=conn
                 )
                 if not created:
                     return signal, False
@@ -587,9 +633,9 @@ class Runtime:
     def _rejected(self, graph: CompiledStateGraph[Any], thread_id: str) -> bool:
         """Whether the run ended on the rejection of the approval its graph waits on."""
         waiting_on = driver.pending_interrupt(graph, thread_id)
-        if waiting_on is None or waiting_on.value.get("kind") != driver.APPROVAL:
+        if waiting_on is None or waiting_on.value.get("kind") != APPROVAL:
             return False
-        decision = self.signals.get(thread_id, driver.APPROVAL, waiting_on.id)
+        decision = self.signals.get(thread_id, APPROVAL, waiting_on.id)
         return (
             decision is not None
             and decision.consumed_at is not None

@@ -17,12 +17,11 @@ arriving between two of them deadlocks with it.
 
 from __future__ import annotations
 
+import importlib.metadata
 import logging
 import re
 import time
 from importlib import resources
-
-from langgraph.checkpoint.postgres import PostgresSaver
 
 from waystone import sql
 from waystone.checkpointing.database import Conn, Database
@@ -60,8 +59,38 @@ SELECT to_regclass('public.waystone_schema_version') IS NOT NULL
 VERSIONS = """
 SELECT (SELECT max(version) FROM public.waystone_schema_version) AS ours,
        (SELECT max(v) FROM public.checkpoint_migrations) AS langgraph,
+       (SELECT value FROM waystone.settings WHERE name = 'langgraph_set_up_by') AS set_up_by,
        (SELECT count(*) FROM pg_trigger WHERE tgname = 'waystone_fence') AS fences
 """
+SET_UP_BY = """
+INSERT INTO waystone.settings (name, value) VALUES ('langgraph_set_up_by', %s)
+ON CONFLICT (name) DO UPDATE SET value = excluded.value
+"""
+SAVER_PACKAGE = "langgraph-checkpoint-postgres"
+
+
+def _saver_version() -> str | None:
+    """The installed version of LangGraph's Postgres saver, read from its package metadata
+    (importing it costs more than the rest of a CLI command's start)."""
+    try:
+        return importlib.metadata.version(SAVER_PACKAGE)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _langgraph_set_up(conn: Conn, applied: int, set_up_by: str | None) -> bool:
+    """Whether LangGraph's tables have every migration of the installed saver. The version
+    whose ``setup()`` last ran is recorded, so a process of that version need not count."""
+    installed = _saver_version()
+    if installed is not None and set_up_by == installed:
+        return True
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    if applied < len(PostgresSaver.MIGRATIONS) - 1:
+        return False
+    if installed is not None:
+        conn.execute(SET_UP_BY, (installed,))
+    return True
 
 
 def _up_to_date(db: Database) -> bool:
@@ -71,19 +100,19 @@ def _up_to_date(db: Database) -> bool:
         if not row or not row["present"]:
             return False
         versions = conn.execute(VERSIONS).fetchone()
-    if versions and (versions["ours"] or 0) > latest_version():
-        # a newer Waystone migrated it (a rolling deploy, a rollback): it is a superset of
-        # what this code needs, and never migrated down
-        logger.warning(
-            "the database's schema is newer than this Waystone's; upgrade this process",
-            extra={"database_version": versions["ours"], "code_version": latest_version()},
-        )
-    return bool(
-        versions
-        and (versions["ours"] or 0) >= latest_version()
-        and (versions["langgraph"] or 0) >= len(PostgresSaver.MIGRATIONS) - 1
-        and versions["fences"] >= 3
-    )
+        if versions is None:
+            return False
+        ours = versions["ours"] or 0
+        if ours > latest_version():
+            # a newer Waystone migrated it (a rolling deploy, a rollback): it is a superset
+            # of what this code needs, and never migrated down
+            logger.warning(
+                "the database's schema is newer than this Waystone's; upgrade this process",
+                extra={"database_version": ours, "code_version": latest_version()},
+            )
+        if ours < latest_version() or versions["fences"] < 3:
+            return False
+        return _langgraph_set_up(conn, versions["langgraph"] or 0, versions["set_up_by"])
 
 
 def migrate(db: Database) -> int:
@@ -146,8 +175,12 @@ def _migrate_locked(db: Database) -> int:
                     "INSERT INTO public.waystone_schema_version (version) VALUES (%s)", (version,)
                 )
                 current = version
+    from langgraph.checkpoint.postgres import PostgresSaver
+
     PostgresSaver(db.pool).setup()
     with db.transaction() as conn:
+        if (installed := _saver_version()) is not None:
+            conn.execute(SET_UP_BY, (installed,))
         row = conn.execute(
             "SELECT count(*) AS n FROM pg_trigger WHERE tgname = 'waystone_fence'"
         ).fetchone()

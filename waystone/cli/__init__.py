@@ -11,7 +11,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -22,7 +22,9 @@ from waystone.cli.readable import ReadableGroup, VersionOpt
 from waystone.config import Settings
 from waystone.errors import BadInput, DatabaseUnavailable, WaystoneError
 from waystone.json_input import parse_json_input
-from waystone.runtime import RunStatus, Runtime
+
+if TYPE_CHECKING:
+    from waystone.runtime import RunStatus, Runtime
 
 app = typer.Typer(
     name="waystone",
@@ -101,6 +103,8 @@ def _emit(as_json: bool, data: dict[str, Any], render: Callable[[], None]) -> No
 
 @contextmanager
 def _runtime(database_url: str | None) -> Iterator[Runtime]:
+    from waystone.runtime import Runtime  # imported by the commands that use it: --help is fast
+
     try:
         settings = Settings.from_env(database_url=database_url)
     except ValueError as exc:

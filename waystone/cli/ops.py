@@ -31,7 +31,6 @@ from waystone.cli import (
 from waystone.config import Settings
 from waystone.crash import CRASH_POINTS
 from waystone.errors import BadInput, WaystoneError
-from waystone.runtime import Runtime
 
 
 @app.command()
@@ -82,6 +81,7 @@ def worker(
     import logging
 
     from waystone import logs
+    from waystone.runtime import Runtime
     from waystone.worker import Worker
 
     def body() -> None:

@@ -14,22 +14,23 @@ import logging
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain_core.runnables import RunnableConfig
-from langgraph.graph.state import CompiledStateGraph
-from langgraph.runtime import RunControl
-from langgraph.types import Command, Interrupt, StateSnapshot
-
-from waystone.checkpointing.held import Statement
 from waystone.crash import crash_point
 from waystone.graph.state import initial_state
 from waystone.runs.registry import Run, RunRegistry
-from waystone.runs.signals import Signal, SignalBox
+from waystone.runs.signals import APPROVAL, Signal, SignalBox
+
+if TYPE_CHECKING:  # the runtime imports this module for every command; most drive nothing
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.graph.state import CompiledStateGraph
+    from langgraph.runtime import RunControl
+    from langgraph.types import Command, Interrupt, StateSnapshot
+
+    from waystone.checkpointing.held import Statement
 
 logger = logging.getLogger(__name__)
 
-APPROVAL = "approval"
 INTERRUPT = "__interrupt__"  # where invoke's output lists the interrupts it stopped on
 
 
@@ -159,6 +160,8 @@ class Reached:
 
 
 def _reached(out: Any) -> Reached | None:
+    from langgraph.types import Interrupt
+
     if not isinstance(out, dict):
         return None  # not the values of a state graph: read the state back instead
     interrupts = tuple(i for i in out.get(INTERRUPT, ()) if isinstance(i, Interrupt))
@@ -201,6 +204,8 @@ def _match(waiting_on: Interrupt, pending: list[Signal]) -> Signal | None:
 
 def _answer(waiting_on: Interrupt, run: Run, signals: SignalBox) -> Command[Any] | None:
     """The resume value for the interrupt: its signal (reserved to it), a timeout, or none."""
+    from langgraph.types import Command
+
     sig = _match(waiting_on, signals.pending(run.thread_id))
     if sig is not None:
         signals.reserve(sig.id, waiting_on.id)

@@ -13,14 +13,16 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from waystone import sql
 from waystone.checkpointing.database import Conn, Database, jsonify, stored
-from waystone.checkpointing.held import Statement
 from waystone.errors import LeaseLost, TransitionNotAllowed, UnknownThread
 from waystone.identifiers import check_identifier
 from waystone.runs.states import ALLOWED, STATES
+
+if TYPE_CHECKING:
+    from waystone.checkpointing.held import Statement
 
 logger = logging.getLogger(__name__)
 

@@ -10,6 +10,8 @@ from typing import Any
 from waystone.checkpointing.database import Conn, Database
 from waystone.identifiers import check_identifier
 
+APPROVAL = "approval"  # the signal that carries a person's decision on an approval
+
 
 @dataclass(frozen=True)
 class Signal:

@@ -527,3 +527,20 @@ WHERE key = %(key)s AND expires_at > clock_timestamp();
 
 -- name: revoke_web_session
 DELETE FROM waystone.web_sessions WHERE key = %(key)s;
+
+-- name: graph_position
+-- What a run's latest checkpoint (or %(checkpoint_id)s) says about the nodes that run next
+-- (see waystone.checkpointing.position): its format and source, the channel versions, the
+-- versions each node has seen, the channels holding a value inline, and those its step
+-- wrote.
+SELECT c.checkpoint->'v' AS v,
+       c.metadata->>'source' AS source,
+       c.checkpoint->'channel_versions' AS versions,
+       c.checkpoint->'versions_seen' AS seen,
+       ARRAY(SELECT jsonb_object_keys(c.checkpoint->'channel_values')) AS inline,
+       c.checkpoint->'updated_channels' AS updated
+FROM public.checkpoints c
+WHERE c.thread_id = %(thread_id)s AND c.checkpoint_ns = ''
+  AND (%(checkpoint_id)s::text IS NULL OR c.checkpoint_id = %(checkpoint_id)s)
+ORDER BY c.checkpoint_id DESC
+LIMIT 1;
