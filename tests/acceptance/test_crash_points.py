@@ -29,7 +29,7 @@ def _crash_points() -> list[dict[str, Any]]:
         text=True,
         check=True,
         cwd=ROOT,
-        timeout=60,
+        timeout=300,  # a bound for a command that never answers, however loaded the machine
     )
     points: list[dict[str, Any]] = json.loads(listed.stdout)["crash_points"]
     return points

@@ -25,7 +25,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LISTENING_RE = re.compile(r"listening on http://127\.0\.0\.1:(\d+)\n")
-START_DEADLINE_S = 10.0
+START_DEADLINE_S = 300.0  # a bound for a start that never comes, however loaded the machine
 
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 

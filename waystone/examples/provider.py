@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import selectors
 import subprocess
 import sys
-import time
 import urllib.request
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 
 @dataclass
@@ -21,7 +22,9 @@ class ProviderProcess:
     db_path: Path
 
     @classmethod
-    def start(cls, db_path: Path, port: int = 0, timeout: float = 15.0) -> ProviderProcess:
+    def start(cls, db_path: Path, port: int = 0, timeout: float = 300.0) -> ProviderProcess:
+        """Start it and wait for its ``listening on`` line. ``timeout`` bounds a start that
+        never comes, on however loaded a machine; a provider that exits fails at once."""
         process = subprocess.Popen(
             [
                 sys.executable,
@@ -37,13 +40,18 @@ class ProviderProcess:
             text=True,
         )
         assert process.stdout is not None
-        deadline = time.monotonic() + timeout
-        line = process.stdout.readline()
-        if not line.startswith("listening on ") or time.monotonic() > deadline:
+        line = _first_line(process.stdout, timeout)
+        if line is None or not line.startswith("listening on "):
+            if line is None:
+                why = f"nothing printed within {timeout:g}s"
+            else:  # its output ended: it is exiting
+                with suppress(subprocess.TimeoutExpired):
+                    process.wait(timeout)
+                why = f"it exited with status {process.poll()}"
             process.kill()
             process.wait()
             process.stdout.close()
-            raise RuntimeError(f"the payments provider did not start: {line!r}")
+            raise RuntimeError(f"the payments provider did not start ({why}): {line!r}")
         return cls(process=process, url=line.split("listening on ", 1)[1].strip(), db_path=db_path)
 
     def ledger(self) -> dict[str, Any]:
@@ -86,3 +94,13 @@ class ProviderProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _first_line(stream: IO[str], timeout: float) -> str | None:
+    """The first line a process prints, once it comes: ``""`` if its output ends first,
+    ``None`` if nothing comes within ``timeout``."""
+    with selectors.DefaultSelector() as selector:
+        selector.register(stream, selectors.EVENT_READ)
+        if not selector.select(timeout):
+            return None
+    return stream.readline()
