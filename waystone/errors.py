@@ -69,6 +69,13 @@ class DatabaseUnavailable(WaystoneError):
     retryable = True
 
 
+class RunStopped(WaystoneError):
+    """The run a command drove ended ``failed`` or ``needs-human`` (exit 7): it is stored
+    and can be requeued; the command did its job, the run did not reach its goal."""
+
+    exit_code = 7
+
+
 class TransientError(WaystoneError):
     """A failure that a bounded retry with backoff can fix (connection reset, 429, 5xx)."""
 

@@ -23,6 +23,7 @@ from waystone.errors import (
     LeaseLost,
     TransitionNotAllowed,
 )
+from waystone.hints import command
 from waystone.identifiers import check_identifier
 from waystone.privacy.keys import at_rest_sealer, load_key
 from waystone.privacy.readable import refuse_personal_data
@@ -353,7 +354,9 @@ class Runtime:
         if new_thread_id is not None:
             check_identifier("thread id", new_thread_id)
         if at is not None and not self.db.fetch_one("has_checkpoint", thread_id=thread_id, at=at):
-            raise BadInput(f"run {thread_id} has no checkpoint {at!r} (see `waystone history`)")
+            raise BadInput(
+                f"run {thread_id} has no checkpoint {at!r} (see {command('history', thread_id)})"
+            )
         target = new_thread_id or f"{source.agent}-{uuid.uuid4().hex[:12]}"
         # one transaction: the fork becomes runnable (and a worker is woken) only with its
         # checkpoints, so no worker can start it from the beginning
@@ -547,7 +550,7 @@ class Runtime:
         pending = waiting_on.value if waiting_on is not None else None
         not_waiting = (
             f"run {thread_id} is {run.state} and not waiting for an approval; "
-            "nothing to decide (see `waystone status`)"
+            f"nothing to decide (see {command('status', thread_id)})"
         )
         if waiting_on is None or pending is None or pending.get("kind") != APPROVAL:
             raise TransitionNotAllowed(not_waiting)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from waystone.hints import command, decide_commands, requeue_command
 from waystone.runs.registry import Run
 
 
@@ -63,11 +64,17 @@ def shown_reason(thread_id: str, reason: str, approved_by: str | None) -> str:
 
 
 def not_runnable(run: Run) -> str:
+    waiting = (
+        f"it waits for a decision: {decide_commands(run.thread_id)} first"
+        if run.waiting_for in (None, "approval")
+        else f"it waits for the signal {run.waiting_for!r}: "
+        f"{command('signal', run.thread_id, run.waiting_for)} delivers it"
+    )
     hints = {
-        "waiting": "it waits for a decision: `waystone approve` or `waystone reject` it first",
+        "waiting": waiting,
         "done": "it is done",
-        "failed": "it failed; `waystone requeue` it to try again",
-        "needs-human": "it needs a person; `waystone requeue` it once resolved",
+        "failed": f"it failed; {requeue_command(run.thread_id)} to try again",
+        "needs-human": f"it needs a person; {requeue_command(run.thread_id)} once resolved",
         "running": f"another process ({run.lease_owner}) holds its lease",
     }
     return f"run {run.thread_id} is {run.state}: {hints.get(run.state, 'not runnable')}"

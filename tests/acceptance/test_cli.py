@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
+import shlex
 import string
 from typing import Any
 
@@ -79,6 +81,43 @@ def test_reject_from_the_cli_ends_the_run_failed_with_no_run(
     assert ok(cli("list", "--state", "waiting", "--json")) == {"runs": []}
     assert ok(cli("dashboard", "--json"))["pending_approvals"] == []
     assert provider.ledger()["refunds"] == []
+
+
+def test_run_that_ends_needs_human_exits_7_and_its_hints_run_as_printed(
+    cli: Cli, provider: ProviderProcess
+) -> None:
+    thread_id = start(cli)
+    waiting = cli("run", thread_id)
+    assert waiting.returncode == 0, waiting.stderr  # waiting for its approval is no failure
+    for hint in re.findall(r"`waystone ([^`]+)`", waiting.stdout):
+        if hint.startswith("approve"):
+            assert cli(*shlex.split(hint)).returncode == 0, hint
+    provider.inject("refunds", "transient", times=10)  # more than the retry budget
+    stopped = cli("run", thread_id)
+    assert stopped.returncode == 7, stopped.stderr
+    assert f"{thread_id}  needs-human" in stopped.stdout
+    assert f"error: run {thread_id} ended needs-human" in stopped.stderr
+    hints = list(dict.fromkeys(re.findall(r"`waystone ([^`]+)`", stopped.stdout + stopped.stderr)))
+    assert sorted(h.split()[0] for h in hints) == ["history", "requeue"], hints
+    provider.clear_faults()
+    for hint in hints:  # each one runs as printed: history, then requeue
+        assert cli(*shlex.split(hint)).returncode == 0, hint
+    done = cli("run", thread_id, "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["state"] == "done"
+
+
+def test_run_json_that_ends_failed_exits_7_with_its_status_on_stdout(
+    cli: Cli, provider: ProviderProcess
+) -> None:
+    thread_id = start(cli)
+    ok(cli("run", thread_id, "--json"))
+    ok(cli("approve", thread_id, "--json"))
+    provider.inject("refunds", "permanent")
+    failed = cli("run", thread_id, "--json")
+    assert failed.returncode == 7, failed.stderr
+    assert json.loads(failed.stdout)["state"] == "failed"
+    assert f"run {thread_id} ended failed" in failed.stderr
 
 
 def test_exit_codes_and_unchanged_state(

@@ -146,7 +146,7 @@ def test_tool_without_lookup_or_dedupe_goes_to_needs_human(
     assert len(provider.ledger()["notifications"]) == 1
     for _ in range(2):  # resumed, and resumed again after a requeue: never re-applied
         resumed = cli("run", thread_id, "--json", env=agents)
-        assert resumed.returncode == 0, resumed.stderr
+        assert resumed.returncode == 7, resumed.stderr  # the run ended needs-human
         status = json.loads(resumed.stdout)
         assert status["state"] == "needs-human"
         assert "neither a lookup nor key deduplication" in status["reason"]

@@ -1,7 +1,8 @@
 """``waystone``: the command line. Every command takes ``--json`` and ``--database-url``.
 
 Errors go to stderr with a non-zero exit: 2 bad input, 3 unknown thread, 4 transition not
-allowed, 5 lease lost, 6 database unavailable.
+allowed, 5 lease lost, 6 database unavailable, 7 the run a command drove ended ``failed``
+or ``needs-human``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from rich.table import Table
 from waystone.approval import edited_args
 from waystone.cli.readable import ReadableGroup, VersionOpt
 from waystone.config import Settings
-from waystone.errors import BadInput, DatabaseUnavailable, WaystoneError
+from waystone.errors import BadInput, DatabaseUnavailable, RunStopped, WaystoneError
+from waystone.hints import command, decide_commands, requeue_command
 from waystone.json_input import parse_json_input
 
 if TYPE_CHECKING:
@@ -160,10 +162,27 @@ def _render_status(status: RunStatus) -> None:
             highlight=False,
         )
         hint = (
-            f"`waystone approve {status.thread_id}` or `waystone reject {status.thread_id} "
-            "--reason ...`"
+            f"decision recorded; {command('run', status.thread_id)} (or a worker) resumes it"
+            if status.decision_recorded
+            else decide_commands(status.thread_id)
         )
         out.print(f"    next: {hint}", highlight=False)
+    elif status.state in STOPPED:
+        out.print(
+            f"  next: {command('history', status.thread_id)} says why; "
+            f"{requeue_command(status.thread_id)} resumes it",
+            highlight=False,
+        )
+
+
+STOPPED = ("failed", "needs-human")
+
+
+def _settled(status: RunStatus) -> None:
+    """A run this command drove that ended without reaching its goal exits 7 (the status
+    is printed first): a script can tell it from a run that is done or waits."""
+    if status.state in STOPPED:
+        raise _fail(RunStopped(f"run {status.thread_id} ended {status.state}: {status.reason}"))
 
 
 def _lease_line(thread_id: str, lease: dict[str, Any]) -> str:
@@ -238,6 +257,7 @@ def run(thread_id: ThreadArg, as_json: JsonOpt = False, database_url: DbOpt = No
         with _runtime(database_url) as rt:
             status = rt.run(thread_id)
         _emit(as_json, status.to_dict(), lambda: _render_status(status))
+        _settled(status)
 
     _guard(body)
 
@@ -312,6 +332,8 @@ def approve(
             if run_now:
                 result = rt.run(thread_id)
         _emit(as_json, result.to_dict(), lambda: _render_status(result))
+        if run_now:
+            _settled(result)
 
     _guard(body)
 

@@ -28,6 +28,7 @@ from waystone.errors import (
     UnknownOutcome,
     WaystoneError,
 )
+from waystone.hints import requeue_command
 
 logger = logging.getLogger(__name__)
 
@@ -107,7 +108,7 @@ class EffectRunner:
             if step is Step.FAILED:
                 return EffectResult("failed", reason=(row.error if row else "") or "failed")
             if step is Step.NEEDS_HUMAN:
-                return self._needs_human(key, tool)
+                return self._needs_human(thread_id, key, tool)
             if step is Step.LOOKUP:
                 looked, row = self._lookup(thread_id, key, action["args"], tool, row)
                 if isinstance(looked, EffectResult):
@@ -126,10 +127,10 @@ class EffectRunner:
             dedupes=tool.idempotent_by_key,
         )
 
-    def _needs_human(self, key: str, tool: Tool) -> EffectResult:
+    def _needs_human(self, thread_id: str, key: str, tool: Tool) -> EffectResult:
         reason = (
             f"the outcome of {tool.name} (key {key}) is unknown and the tool has neither a "
-            "lookup nor key deduplication: check the provider, then `waystone requeue`"
+            f"lookup nor key deduplication: check the provider, then {requeue_command(thread_id)}"
         )
         self.event("needs-human", reason, {"key": key, "tool": tool.name})
         return EffectResult("needs-human", reason=reason)
@@ -151,7 +152,7 @@ class EffectRunner:
                 reason = (
                     f"{tool.name} (key {key}) may still be in flight: the lookup finds nothing, "
                     "the provider does not deduplicate and does not refuse late requests; "
-                    "check the provider, then `waystone requeue`"
+                    f"check the provider, then {requeue_command(thread_id)}"
                 )
                 self.event("needs-human", reason, {"key": key, "tool": tool.name})
                 return EffectResult("needs-human", reason=reason), row
@@ -254,7 +255,8 @@ class EffectRunner:
         if row.attempts > tool.retry.max_attempts:
             reason = (
                 f"{tool.name} failed {row.attempts - 1} times, retries exhausted "
-                f"(last error: {row.error}); `waystone requeue` once the provider is fixed"
+                f"(last error: {row.error}); {requeue_command(thread_id)} once the provider "
+                "is fixed"
             )
             self.event("retries-exhausted", reason, {"key": key, "attempts": row.attempts - 1})
             return Step.NEEDS_HUMAN, row, EffectResult("needs-human", reason=reason)

@@ -22,6 +22,7 @@ from waystone.effects.tools import Tool
 from waystone.errors import PermanentError
 from waystone.graph.ports import Ports, RunScope
 from waystone.graph.state import Action, AgentState
+from waystone.hints import requeue_command
 from waystone.proposers import Proposal, ProposalContext, correction_budget
 
 T = TypeVar("T")
@@ -70,7 +71,7 @@ def _ask(ports: Ports, scope: RunScope, ctx: ProposalContext) -> Proposal | None
                 time.sleep(policy.delay(attempt, random.random()))
     raise ModelUnavailable(
         f"the model failed {policy.max_attempts} times (see the history); "
-        "check the provider, then `waystone requeue`"
+        f"check the provider, then {requeue_command(scope.thread_id)}"
     )
 
 

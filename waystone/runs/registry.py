@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from waystone import sql
 from waystone.checkpointing.database import Conn, Database, jsonify, stored
 from waystone.errors import LeaseLost, TransitionNotAllowed, UnknownThread
+from waystone.hints import command
 from waystone.identifiers import check_identifier
 from waystone.runs.states import ALLOWED, STATES
 
@@ -199,7 +200,7 @@ class RunRegistry:
         if existing is not None:
             raise TransitionNotAllowed(
                 f"a run with thread id {thread_id!r} already exists (state {existing['state']}); "
-                "choose another --thread-id or use `waystone status`"
+                f"choose another --thread-id or see {command('status', thread_id)}"
             )
         raise TransitionNotAllowed(f"could not create run {thread_id!r}")  # pragma: no cover
 
