@@ -1,4 +1,4 @@
-"""What to do with an effect, given what the ledger says (DESIGN.md section 4).
+"""What to do with an effect, given what the ledger says (docs/architecture.md, section 5).
 
 Pure functions of values, no I/O: the execute node asks, then acts.
 """

@@ -1,12 +1,12 @@
-"""Run states and the transitions allowed between them (DESIGN.md section 3).
+"""Run states and the transitions allowed between them (docs/architecture.md, section 4).
 
 This table is mirrored in the database (``waystone.allowed_transitions``), where a trigger
 rejects anything else; a test checks that the two agree.
 
-One edge is added to DESIGN.md's baseline: ``queued -> failed``. Cancelling moves a run to
-``failed`` with reason ``cancelled`` (DESIGN.md section 3), and a run can be cancelled
-before any worker picked it up; without the edge a queued run could only be cancelled by
-first running it, which is exactly what cancelling must prevent.
+``queued -> failed`` is there for cancelling: a cancelled run ends ``failed`` with reason
+``cancelled``, and a run can be cancelled before any worker picked it up; without the edge
+a queued run could only be cancelled by first running it, which is exactly what
+cancelling must prevent.
 """
 
 from __future__ import annotations

@@ -173,7 +173,7 @@ CREATE TABLE waystone.effect_deadlines (
     deadline timestamptz NOT NULL
 );
 
--- Fencing (DESIGN.md section 5). A lease holder sets the transaction setting
+-- Fencing (docs/architecture.md, section 6). A lease holder sets the transaction setting
 -- waystone.lease_token before it writes; a write for a run whose current token differs is
 -- rejected (SQLSTATE WS410). FOR SHARE makes a concurrent takeover wait for this write's
 -- transaction, so no write with an old token lands after the token moved on. Writes that
