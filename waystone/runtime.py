@@ -629,7 +629,7 @@ class Runtime:
             current = self.registry.get(thread_id)
             raise TransitionNotAllowed(
                 f"run {thread_id} moved on while the rejection was being recorded (it is "
-                f"{current.state} now); nothing was changed (see `waystone status`)"
+                f"{current.state} now); nothing was changed (see {command('status', thread_id)})"
             ) from None
         return signal, True
 

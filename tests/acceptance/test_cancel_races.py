@@ -7,7 +7,9 @@ from __future__ import annotations
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
+import psycopg
 import pytest
 
 from tests.acceptance.conftest import Workers
@@ -23,7 +25,7 @@ BOUND_S = 60.0  # the watchdog: what one run may take to wait, and to end after 
 
 @pytest.mark.timeout(600)
 def test_approve_cancel_races_neither_hang_nor_hold_a_lease(
-    runtime: Runtime, provider: ProviderProcess, workers: Workers
+    runtime: Runtime, provider: ProviderProcess, workers: Workers, sql: psycopg.Connection[Any]
 ) -> None:
     worker = workers.spawn("--concurrency", "2")
     result = race_cancel.race(runtime, RACES, seed=15, in_flight=8, bound_s=BOUND_S)
@@ -36,3 +38,12 @@ def test_approve_cancel_races_neither_hang_nor_hold_a_lease(
     worker.send_signal(signal.SIGTERM)
     assert worker.wait(timeout=BOUND_S) == 0, workers.output(worker)
     assert workers.summary(worker)["stuck"] == 0
+    # every refund the provider made is in its run's history, cancelled or not, and once
+    recorded = dict(
+        sql.execute("SELECT key, status FROM waystone.effects WHERE tool = 'refund'").fetchall()
+    )
+    refunds = [r["idempotency_key"] for r in provider.ledger()["refunds"]]
+    assert len(refunds) == len(set(refunds))
+    assert {recorded.get(k) for k in refunds} <= {"applied", "confirmed"}, [
+        (k, recorded.get(k)) for k in refunds if recorded.get(k) not in ("applied", "confirmed")
+    ]

@@ -297,7 +297,7 @@ def test_api_reject(
     ended = (reply.json()["state"], reply.json()["reason"])
     assert ended == ("failed", "rejected by bo: duplicate claim")
     assert runtime.status(waiting).state == "failed"  # at once: nothing drove it
-    page = served.request("GET", "/").body.decode()
+    page = served.request("GET", "/", token=TOKEN).body.decode()
     assert f'data-thread-id="{waiting}"' not in page and "Pending approvals (0)" in page
 
 
@@ -308,16 +308,16 @@ def test_an_approved_run_is_shown_approved_not_among_pending_approvals(
     reply = served.request("POST", f"/api/runs/{tid}/approve", {"by": "ana"}, token=TOKEN)
     assert reply.status == 200, reply.body
     shown = "approved by ana; waiting for a worker to resume it"
-    for status in (reply.json(), served.request("GET", f"/api/runs/{tid}").json()):
+    for status in (reply.json(), served.request("GET", f"/api/runs/{tid}", token=TOKEN).json()):
         assert (status["state"], status["pending_approval"]) == ("waiting", None)
         assert status["reason"].startswith(shown), status
-    [listed] = served.request("GET", "/api/runs?state=waiting").json()["runs"]
+    [listed] = served.request("GET", "/api/runs?state=waiting", token=TOKEN).json()["runs"]
     assert listed["reason"].startswith(shown)
-    assert served.request("GET", "/api/dashboard").json()["pending_approvals"] == []
-    page = served.request("GET", "/").body.decode()
+    assert served.request("GET", "/api/dashboard", token=TOKEN).json()["pending_approvals"] == []
+    page = served.request("GET", "/", token=TOKEN).body.decode()
     assert "Pending approvals (0)" in page and f'data-thread-id="{waiting}"' not in page
     assert shown in page
-    run_page = served.request("GET", f"/runs/{tid}").body.decode()
+    run_page = served.request("GET", f"/runs/{tid}", token=TOKEN).body.decode()
     assert shown in run_page and 'class="approval"' not in run_page
     assert runtime.run(waiting).state == "done"
 
@@ -382,7 +382,7 @@ def test_bad_identifiers_and_deep_json_are_400_not_500(
         reply = served.request("POST", path, body, headers=headers, token=TOKEN)
         assert reply.status == 400, (path[-20:], body[:30], reply.body[:200])
         assert message in reply.json()["error"], reply.json()
-    reply = served.request("GET", "/api/runs/" + "t" * 3000)
+    reply = served.request("GET", "/api/runs/" + "t" * 3000, token=TOKEN)
     assert reply.status == 400 and "the thread id is 3000 characters" in reply.json()["error"]
     assert changes(sql) == before
     assert runtime.status(waiting).pending_approval is not None

@@ -17,9 +17,6 @@ from collections.abc import Callable, Iterable
 from enum import Enum
 from typing import Any
 
-from langgraph.types import Send
-from pydantic import BaseModel
-
 Walk = Callable[..., Any]  # (value, the dict key it sits under, if any) -> mapped value
 NumberFn = Callable[[int, str | None], Any]  # (a number, its dict key) -> it, or what replaces it
 _LEAVES = frozenset({int, float, bool, type(None), bytes, bytearray})
@@ -84,7 +81,10 @@ def _other(value: Any, walk: Walk, text: Callable[[str], str]) -> Any:
             seq[:] = items
             return seq
         return type(value)(items)
-    if isinstance(value, Send):
+    # LangGraph's and pydantic's types, looked up only once loaded: a value of theirs cannot
+    # exist before, and a command that only reads runs never imports them
+    types = sys.modules.get("langgraph.types")
+    if types is not None and isinstance(value, types.Send):
         arg = walk(value.arg)
         if _same([arg], [value.arg]):
             return value
@@ -93,7 +93,8 @@ def _other(value: Any, walk: Walk, text: Callable[[str], str]) -> Any:
         return sent
     if isinstance(value, BaseException):
         return _exception(value, walk)
-    if isinstance(value, BaseModel):
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is not None and isinstance(value, pydantic.BaseModel):
         changed = _changed(value.__dict__, walk) | _changed(value.__pydantic_extra__, walk)
         return value.model_copy(update=changed) if changed else value
     v1 = sys.modules.get("pydantic.v1")
