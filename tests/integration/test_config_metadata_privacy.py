@@ -19,7 +19,17 @@ from waystone.examples.provider import ProviderProcess
 
 EMAIL, PHONE = "ana.lopez@example.com", "+1 415 555 0100"
 CARD, IBAN = "4111 1111 1111 1111", "DE89 3704 0044 0532 0130 00"
-SECRETS = [EMAIL, PHONE, CARD, CARD.replace(" ", ""), IBAN, IBAN.replace(" ", "")]
+# the detector's other forms: numbers given as JSON numbers, digits at the end of a word,
+# a lower-case IBAN, an internationalised domain, a spaced-out email, a grouped 8-digit phone
+CARD_NUMBER, PHONE_NUMBER = 4000056655665556, 4915112345678
+IN_A_WORD, LOWER_IBAN = "card5555555555554444", "gb82west12345698765432"
+IDN_EMAIL, SPACED_EMAIL, LOCAL_PHONE = "ana@exämple.de", "ana @ example.com", "2345 6789"
+FORMS = [IN_A_WORD, LOWER_IBAN, IDN_EMAIL, SPACED_EMAIL, LOCAL_PHONE]
+SECRETS = [
+    EMAIL, PHONE, CARD, CARD.replace(" ", ""), IBAN, IBAN.replace(" ", ""),
+    str(CARD_NUMBER), str(PHONE_NUMBER), "5555555555554444", LOWER_IBAN, "exämple",
+    SPACED_EMAIL, LOCAL_PHONE,
+]  # fmt: skip
 
 
 class Note(TypedDict):
@@ -45,11 +55,19 @@ def test_configurable_and_metadata_values_reach_no_column_in_plain_form(
             "phone": PHONE,
             "card": CARD,
             "iban": IBAN,
+            "card_number": CARD_NUMBER,
+            "mobile": PHONE_NUMBER,
+            "notes": FORMS,
         }
         thread_id = rt.start("refund", data).thread_id
         assert rt.run(thread_id).state == "waiting"
-        rt.signal(thread_id, "customer.replied", {"from": EMAIL, "card": CARD, "iban": IBAN})
-        rt.approve(thread_id, by=EMAIL, comment=f"called {PHONE}; card {CARD}, IBAN {IBAN}")
+        payload = {"from": EMAIL, "card": CARD, "iban": IBAN, "card_number": CARD_NUMBER}
+        rt.signal(thread_id, "customer.replied", {**payload, "phone": PHONE_NUMBER, "n": FORMS})
+        rt.approve(
+            thread_id,
+            by=EMAIL,
+            comment=f"called {PHONE}; card {CARD}, IBAN {IBAN}; " + "; ".join(FORMS),
+        )
         assert rt.run(thread_id).state == "done"
 
         # a LangGraph graph of the user's on Waystone's saver, its config carrying them
@@ -60,9 +78,16 @@ def test_configurable_and_metadata_values_reach_no_column_in_plain_form(
         graph = builder.compile(checkpointer=rt.saver)
         config: Any = {
             "configurable": {"thread_id": "support-1", "user_email": EMAIL, "phone": PHONE},
-            "metadata": {"card": CARD, "iban": IBAN, "note": f"write to {EMAIL}"},
+            "metadata": {
+                "card": CARD,
+                "iban": IBAN,
+                "note": f"write to {EMAIL}, or {IDN_EMAIL}; {LOCAL_PHONE}",
+                "card_number": CARD_NUMBER,
+                "phone": PHONE_NUMBER,
+            },
         }
-        assert graph.invoke({"text": "hello"}, config) == {"text": "hello, answered"}
+        said = f"hello from {SPACED_EMAIL}, {IN_A_WORD}, {LOWER_IBAN}"
+        assert graph.invoke({"text": said}, config) == {"text": said + ", answered"}
 
         with psycopg.connect(database_url) as conn:
             assert scan(conn, SECRETS) == []
