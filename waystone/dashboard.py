@@ -326,7 +326,7 @@ def render(data: dict[str, Any], console: Console) -> None:
                 r["thread_id"],
                 r["agent"],
                 r["state"],
-                _duration(r["age_s"]),
+                duration(r["age_s"]),
                 r["lease_owner"],
                 r["reason"],
             )
@@ -343,7 +343,7 @@ def render(data: dict[str, Any], console: Console) -> None:
     approvals = _table("Pending approvals", "thread", "agent", "waiting", "tool", "reason")
     for r in data["pending_approvals"]:
         approvals.add_row(
-            *_cells(r["thread_id"], r["agent"], _duration(r["waiting_s"]), r["tool"], r["reason"])
+            *_cells(r["thread_id"], r["agent"], duration(r["waiting_s"]), r["tool"], r["reason"])
         )
 
     signals = _table(
@@ -355,14 +355,14 @@ def render(data: dict[str, Any], console: Console) -> None:
                 r["thread_id"],
                 r["agent"],
                 r["waiting_for"],
-                _duration(r["waiting_s"]),
+                duration(r["waiting_s"]),
                 r["wake_at"],
             )
         )
 
     undelivered = _table("Undelivered signals", "thread", "signal", "age")
     for r in data["undelivered_signals"]:
-        undelivered.add_row(*_cells(r["thread_id"], r["name"], _duration(r["age_s"])))
+        undelivered.add_row(*_cells(r["thread_id"], r["name"], duration(r["age_s"])))
 
     for table in (counts, active, retries, times, approvals, signals, undelivered):
         if not table.row_count:
@@ -393,7 +393,7 @@ def _number(value: float | None) -> str | None:
     return None if value is None else f"{value:.1f}"
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
     """``4.2s``, ``3m 05s``, ``2h 07m``, ``3d 04h``."""
     if seconds < 60:
         return f"{seconds:.1f}s"

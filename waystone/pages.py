@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Mapping, Sequence
 from http import HTTPStatus
+from typing import Any
 from urllib.parse import quote
 
+from waystone.dashboard import duration
 from waystone.status import RunStatus
 from waystone.web_security import CSRF_FIELD
 
@@ -97,7 +100,11 @@ def state_badge(state: str) -> str:
     return f'<span class="state s-{esc(state)}">{esc(state)}</span>'
 
 
-def approval_forms(status: RunStatus, csrf: str | None = None) -> str:
+def approval_forms(
+    status: RunStatus, csrf: str | None = None, waiting_s: float | None = None
+) -> str:
+    """A pending approval with its Approve and Reject forms; ``waiting_s``: how long the
+    run has waited for it, when known."""
     pending = status.pending_approval or {}
     tid = path_segment(status.thread_id)
     forms = (
@@ -112,6 +119,7 @@ def approval_forms(status: RunStatus, csrf: str | None = None) -> str:
         '<input type="text" name="reason" placeholder="reason (required)" required>'
         '<button type="submit" class="reject">Reject</button></form>'
     )
+    waited = "" if waiting_s is None else f"<div>waiting: {esc(duration(waiting_s))}</div>"
     return (
         f'<div class="approval" id="approval-{esc(status.thread_id)}" '
         f'data-thread-id="{esc(status.thread_id)}">'
@@ -119,6 +127,96 @@ def approval_forms(status: RunStatus, csrf: str | None = None) -> str:
         f"({esc(status.agent)}) wants <b>{esc(pending.get('tool'))}</b> "
         f"<code>{esc(json.dumps(pending.get('args'), sort_keys=True))}</code></div>"
         f"<div>why: {esc(pending.get('reason'))}</div>"
+        f"{waited}"
         f"<div>key: <code>{esc(pending.get('idempotency_key'))}</code></div>"
         f"{forms}</div>"
     )
+
+
+def _table(table_id: str, title: str, columns: Sequence[str], rows: list[list[str]]) -> str:
+    """A titled table whose cells are already escaped HTML; "none" when it has no row."""
+    head = "".join(f"<th>{esc(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    if not rows:
+        body = f'<tr><td colspan="{len(columns)}">none</td></tr>'
+    return (
+        f'<h2>{esc(title)}</h2><table id="{table_id}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table>"
+    )
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def _link(thread_id: str) -> str:
+    return f'<a href="/runs/{path_segment(thread_id)}"><code>{esc(thread_id)}</code></a>'
+
+
+def counts_section(counts: Mapping[str, int]) -> str:
+    cells = "".join(
+        f'<div class="count" data-state="{esc(s)}"><b>{esc(n)}</b>{state_badge(s)}</div>'
+        for s, n in counts.items()
+    )
+    return f'<h2>Runs by state</h2><div class="counts" id="counts">{cells}</div>'
+
+
+def activity_sections(data: Mapping[str, Any]) -> str:
+    """The views of a :func:`waystone.dashboard.snapshot` other than the counts and the
+    pending approvals (whose forms need each run's status): as ``waystone dashboard``."""
+    active = _table(
+        "active-runs",
+        "Active runs (oldest first)",
+        ("thread", "agent", "state", "age", "owner", "reason"),
+        [
+            [
+                _link(r["thread_id"]),
+                esc(r["agent"]),
+                state_badge(r["state"]),
+                esc(duration(r["age_s"])),
+                esc(r["lease_owner"] or "-"),
+                esc(r["reason"]),
+            ]
+            for r in data["active_runs"]
+        ],
+    )
+    retries = _table(
+        "retries",
+        "Retries by step",
+        ("step", "retries"),
+        [[esc(r["step"]), esc(r["retries"])] for r in data["retries_by_step"]],
+    )
+    times = _table(
+        "step-times",
+        "Step times (ms)",
+        ("node", "n", "mean", "p95"),
+        [
+            [esc(r["node"]), esc(r["n"]), esc(_ms(r["mean_ms"])), esc(_ms(r["p95_ms"]))]
+            for r in data["step_times"]
+        ],
+    )
+    signals = _table(
+        "pending-signals",
+        "Runs waiting for a signal",
+        ("thread", "agent", "signal", "waiting", "wakes at"),
+        [
+            [
+                _link(r["thread_id"]),
+                esc(r["agent"]),
+                f"<code>{esc(r['waiting_for'])}</code>",
+                esc(duration(r["waiting_s"])),
+                esc(r["wake_at"] or "-"),
+            ]
+            for r in data["pending_signals"]
+        ],
+    )
+    undelivered = _table(
+        "undelivered-signals",
+        "Undelivered signals",
+        ("thread", "signal", "age"),
+        [
+            [_link(r["thread_id"]), f"<code>{esc(r['name'])}</code>", esc(duration(r["age_s"]))]
+            for r in data["undelivered_signals"]
+        ],
+    )
+    return active + retries + times + signals + undelivered

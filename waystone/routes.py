@@ -7,8 +7,15 @@ import hmac
 import logging
 
 from waystone.approval import edited_args
-from waystone.pages import approval_forms, esc, page, path_segment, state_badge
-from waystone.runtime import Runtime
+from waystone.pages import (
+    activity_sections,
+    approval_forms,
+    counts_section,
+    esc,
+    page,
+    path_segment,
+    state_badge,
+)
 from waystone.server import (
     NO_TOKEN,
     PAGE_LIMIT,
@@ -28,9 +35,19 @@ from waystone.server import (
     state_param,
     text_field,
 )
+from waystone.status import RunStatus
 from waystone.web_security import SESSION_SECONDS, new_session_id, session_cookie
 
 logger = logging.getLogger(__name__)
+
+DASHBOARD_LIMIT = 50  # rows of each of the dashboard's lists
+
+
+def shown(h: Handler, status: RunStatus) -> RunStatus:
+    """What the requester sees of a run: its pending action's real arguments when
+    authenticated, tokens otherwise (revealed for this response only, never stored)."""
+    return h.rt.revealed(status) if h.authenticated() else status
+
 
 # -- JSON API and webhook ----------------------------------------------------------------
 
@@ -43,7 +60,7 @@ def api_list(h: Handler, req: Request) -> Response:
 
 @route("GET", "/api/runs/{thread_id}", "api")
 def api_status(h: Handler, req: Request) -> Response:
-    return json_response(h.rt.status(req.params["thread_id"]).to_dict())
+    return json_response(shown(h, h.rt.status(req.params["thread_id"])).to_dict())
 
 
 @route("GET", "/api/runs/{thread_id}/history", "api")
@@ -101,42 +118,36 @@ def webhook(h: Handler, req: Request) -> Response:
 # -- HTML --------------------------------------------------------------------------------
 
 
-def _counts(rt: Runtime) -> dict[str, int]:
-    from waystone.runs.states import STATES
-
-    with rt.db.connection() as conn:
-        rows = conn.execute(
-            "SELECT state, count(*) AS n FROM waystone.runs GROUP BY state"
-        ).fetchall()
-    found = {str(row["state"]): int(row["n"]) for row in rows}
-    return {state: found.get(state, 0) for state in STATES} | found
-
-
 @route("GET", "/", "html")
 def index(h: Handler, req: Request) -> Response:
     del req
+    from waystone import dashboard
+
     rt = h.rt
     csrf = h.csrf(h.session())
-    counts = _counts(rt)
+    data = dashboard.snapshot(rt.db, limit=DASHBOARD_LIMIT)
     runs = rt.list(None, PAGE_LIMIT)
-    waiting = [rt.status(r.thread_id) for r in rt.list("waiting", PAGE_LIMIT)]
-    approvals = [s for s in waiting if s.pending_approval is not None]
+    # The snapshot says which runs wait for a decision; each form needs the action itself.
+    waiting = {a["thread_id"]: a["waiting_s"] for a in data["pending_approvals"]}
+    approvals = [
+        shown(h, s)
+        for s in (rt.status(thread_id) for thread_id in waiting)
+        if s.pending_approval is not None
+    ]
     parts: list[str] = []
     if h.app.token is None:
         parts.append(f'<p class="note">Read-only: {esc(NO_TOKEN)}</p>')
     elif csrf is None:
         parts.append('<p class="note"><a href="/login">Log in</a> to approve or reject.</p>')
-    parts.append('<h2>Runs by state</h2><div class="counts" id="counts">')
-    parts.extend(
-        f'<div class="count" data-state="{esc(s)}"><b>{n}</b>{state_badge(s)}</div>'
-        for s, n in counts.items()
+    parts.append(counts_section(data["counts_by_state"]))
+    parts.append(
+        f'<h2>Pending approvals ({len(approvals)}, longest waiting first)</h2><div id="approvals">'
     )
-    parts.append("</div>")
-    parts.append(f'<h2>Pending approvals ({len(approvals)})</h2><div id="approvals">')
-    parts.extend(approval_forms(s, csrf) for s in approvals)
+    parts.extend(approval_forms(s, csrf, waiting[s.thread_id]) for s in approvals)
     if not approvals:
         parts.append("<p>No run waits for an approval.</p>")
     parts.append("</div>")
+    parts.append(activity_sections(data))
     parts.append(
         f'<h2>Runs (newest {len(runs)})</h2><table id="runs"><thead><tr><th>thread id</th>'
         "<th>agent</th><th>state</th><th>attempts</th><th>updated</th><th>reason</th>"
@@ -168,7 +179,7 @@ def run_page(h: Handler, req: Request) -> Response:
     if status.waiting_for:
         parts.append(f"<p>waiting for: <code>{esc(status.waiting_for)}</code></p>")
     if status.pending_approval is not None:
-        parts.append(approval_forms(status, csrf))
+        parts.append(approval_forms(shown(h, status), csrf))
     parts.append(
         '<h2>Events</h2><table id="events"><thead><tr><th>#</th><th>at</th><th>kind</th>'
         "<th>what</th><th>actor</th></tr></thead><tbody>"

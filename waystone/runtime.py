@@ -6,6 +6,7 @@ that matters lives in Postgres, keyed by ``thread_id``.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import uuid
 from collections.abc import Callable, Mapping
@@ -491,6 +492,16 @@ class Runtime:
         if run.state == "waiting" and run.waiting_for == APPROVAL:
             pending = run.evidence.get("pending_approval")  # what the run's wait recorded
         return status_of(run, nodes[0] if nodes else None, pending, self._lease(run))
+
+    def revealed(self, status: RunStatus) -> RunStatus:
+        """``status`` with its pending approval's arguments holding the real values, for
+        an authenticated approver who must see whom an action reaches. Display only: the
+        result must not be stored or logged."""
+        pending = status.pending_approval
+        if not pending or "args" not in pending:
+            return status
+        shown = {**pending, "args": self.vault.reveal_shown(pending["args"])}
+        return dataclasses.replace(status, pending_approval=shown)
 
     def _status_from_graph(self, run: Run) -> RunStatus:
         pending, step = None, None

@@ -531,6 +531,11 @@ class Handler(BaseHTTPRequestHandler):
             return None
         return csrf_token(self.app.token, session_id)
 
+    def authenticated(self) -> bool:
+        """The request carries the token or an open session: it may see real values
+        (public reads and a server without a token show tokens only)."""
+        return self.bearer_valid() or self.session() is not None
+
     def require_reader(self) -> None:
         """Reading is open without a token (a read-only server) or with public reads;
         otherwise it needs the bearer token or a session."""

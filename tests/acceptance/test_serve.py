@@ -514,3 +514,51 @@ def test_serve_prints_its_url_and_stops_on_sigterm(database_url: str) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+
+
+def _section(page: str, table_id: str) -> str:
+    start = page.index(f'<table id="{table_id}">')
+    return page[start : page.index("</table>", start)]
+
+
+def test_the_dashboard_page_shows_retries_step_times_and_signals_as_the_cli_dashboard(
+    runtime: Runtime, provider: ProviderProcess, served: Served
+) -> None:
+    from waystone.examples.settlement import settled
+    from waystone.pages import esc
+
+    provider.inject("refunds", "transient", times=2)
+    done = runtime.start("refund", {**REFUND_INPUT, "amount": "40.00"}).thread_id
+    assert runtime.run(done).state == "done"
+    runtime.register(settled())
+    waits = runtime.start("settled", {**REFUND_INPUT, "amount": "40.00", "order_id": "2001"})
+    assert runtime.run(waits.thread_id).state == "waiting"
+    queued = runtime.start("refund", {**REFUND_INPUT, "order_id": "1002"}).thread_id
+    runtime.signal(queued, "early.<bird>", {"n": 1})
+
+    data = served.request("GET", "/api/dashboard", token=TOKEN).json()
+    reply = served.request("GET", "/", token=TOKEN)
+    assert reply.status == 200, reply.body
+    page = reply.body.decode()
+
+    assert data["retries_by_step"], data  # the injected faults were retried
+    retries = _section(page, "retries")
+    for r in data["retries_by_step"]:
+        assert f"<td>{esc(r['step'])}</td><td>{r['retries']}</td>" in retries, r
+    times = _section(page, "step-times")
+    assert any(r["mean_ms"] is not None for r in data["step_times"])
+    for r in data["step_times"]:
+        mean = "-" if r["mean_ms"] is None else f"{r['mean_ms']:.1f}"
+        p95 = "-" if r["p95_ms"] is None else f"{r['p95_ms']:.1f}"
+        assert f"<td>{r['node']}</td><td>{r['n']}</td><td>{mean}</td><td>{p95}</td>" in times, r
+    [pending] = data["pending_signals"]
+    assert f"<code>{esc(pending['waiting_for'])}</code>" in _section(page, "pending-signals")
+    assert waits.thread_id in _section(page, "pending-signals")
+    undelivered = _section(page, "undelivered-signals")
+    assert "<code>early.&lt;bird&gt;</code>" in undelivered and "<bird>" not in page
+    active = _section(page, "active-runs")
+    for r in data["active_runs"]:
+        assert r["thread_id"] in active and f"s-{r['state']}" in active, r
+    assert done not in active
+    for state, n in data["counts_by_state"].items():
+        assert f'data-state="{state}"><b>{n}</b>' in page, state

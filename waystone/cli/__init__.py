@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from waystone.approval import edited_args
@@ -154,7 +155,8 @@ def _render_status(status: RunStatus) -> None:
     if status.pending_approval:
         p = status.pending_approval
         out.print(
-            f"  [yellow]waiting for approval[/] of [bold]{p['tool']}[/] {json.dumps(p['args'])}",
+            f"  [yellow]waiting for approval[/] of [bold]{escape(str(p['tool']))}[/] "
+            f"{escape(json.dumps(p['args']))}",
             highlight=False,
         )
         out.print(
@@ -256,7 +258,8 @@ def run(thread_id: ThreadArg, as_json: JsonOpt = False, database_url: DbOpt = No
     def body() -> None:
         with _runtime(database_url) as rt:
             status = rt.run(thread_id)
-        _emit(as_json, status.to_dict(), lambda: _render_status(status))
+            shown = rt.revealed(status)
+        _emit(as_json, status.to_dict(), lambda: _render_status(shown))
         _settled(status)
 
     _guard(body)
@@ -269,7 +272,8 @@ def status(thread_id: ThreadArg, as_json: JsonOpt = False, database_url: DbOpt =
     def body() -> None:
         with _runtime(database_url) as rt:
             result = rt.status(thread_id)
-        _emit(as_json, result.to_dict(), lambda: _render_status(result))
+            shown = rt.revealed(result)
+        _emit(as_json, result.to_dict(), lambda: _render_status(shown))
 
     _guard(body)
 

@@ -125,12 +125,29 @@ class Vault:
             return [self.reveal(v) for v in value]
         return value
 
-    def _open(self, token: str) -> str:
+    def reveal_shown(self, value: Any) -> Any:
+        """``value`` with tokens replaced by the real values, for a person who may see
+        them: an erased token stays a token. Nothing is stored or cached."""
+        if isinstance(value, str):
+            if "<pii:" not in value:
+                return value
+            return TOKEN.sub(lambda m: self._open(m.group(0), erased=m.group(0)), value)
+        if isinstance(value, dict):
+            return {k: self.reveal_shown(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.reveal_shown(v) for v in value]
+        return value
+
+    def _open(self, token: str, *, erased: str | None = None) -> str:
+        """The value behind ``token``; ``erased``: what an erased token gives (by default
+        it is an error: a tool must not run without its value)."""
         with self.db.connection() as conn:
             row = conn.execute(
                 "SELECT ciphertext FROM waystone.vault WHERE token = %s", (token,)
             ).fetchone()
         if row is None or row["ciphertext"] is None:
+            if erased is not None:
+                return erased
             raise PermanentError(
                 f"{token} has been erased (or was never stored): the value is gone"
             )
