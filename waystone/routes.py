@@ -140,9 +140,8 @@ def index(h: Handler, req: Request) -> Response:
     elif csrf is None:
         parts.append('<p class="note"><a href="/login">Log in</a> to approve or reject.</p>')
     parts.append(counts_section(data["counts_by_state"]))
-    parts.append(
-        f'<h2>Pending approvals ({len(approvals)}, longest waiting first)</h2><div id="approvals">'
-    )
+    # longest waiting first, as the snapshot orders them
+    parts.append(f'<h2>Pending approvals ({len(approvals)})</h2><div id="approvals">')
     parts.extend(approval_forms(s, csrf, waiting[s.thread_id]) for s in approvals)
     if not approvals:
         parts.append("<p>No run waits for an approval.</p>")
