@@ -49,3 +49,17 @@ def test_a_run_no_longer_held_sends_nothing_and_a_held_up_thread_reads_again() -
         with pytest.raises(LeaseLost):
             deadline.before_send()
     assert reads == [True, False]
+
+
+def test_a_fresh_fenced_write_stands_for_the_read_and_an_old_one_does_not() -> None:
+    reads: list[int] = []
+
+    def still_held() -> bool:
+        reads.append(1)
+        return True
+
+    with deadline.call("refund", 0.0, still_held=still_held, checked_at=time.monotonic()):
+        assert reads == []  # the intent's own write just found the run this lease's
+    stale = time.monotonic() - 2 * deadline.RECHECK_S
+    with deadline.call("refund", 0.0, still_held=still_held, checked_at=stale):
+        assert reads == [1]

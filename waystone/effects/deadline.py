@@ -1,13 +1,14 @@
 """The provider call under way: its deadline, and the last check before a request leaves.
 
 The effect runner opens a :func:`call` around ``tool.apply``; opening it checks that the
-run is still this lease's (a read of its row: not cancelled, not taken over) and that the
-lease has not ended by this process's monotonic clock, less a margin. :func:`before_send`
+lease has not ended by this process's monotonic clock, less a margin, and that the run is
+still this lease's (not cancelled, not taken over): known from the intent's own fenced
+write when that was under ``RECHECK_S`` ago, read from its row otherwise. :func:`before_send`
 is the last thing a tool does before its request leaves the process
 (``waystone.effects.http`` calls it after building the client and the request): it checks
-the lease again, and the run's row again if the thread was held up since the last read
-(a pause, a slow vault), so a worker frozen anywhere before it and woken after a cancel or
-a takeover sends nothing. The request then carries its deadline (``Request-Deadline``,
+both again, reading the row again if the thread was held up since (a pause, a slow vault),
+so a worker frozen anywhere before it and woken after a cancel or a takeover sends
+nothing. The request then carries its deadline (``Request-Deadline``,
 seconds since the epoch): the time the attempt was counted in the ledger, by Postgres'
 clock, plus the tool's timeout, which the ledger keeps. A provider that refuses a request
 arriving past it also stops one frozen or held in transit after the check, which is what
@@ -64,9 +65,14 @@ def call(
     *,
     lease_ends: Callable[[], float | None] = lambda: None,
     still_held: Callable[[], bool] = lambda: True,
+    checked_at: float | None = None,
 ) -> Iterator[Call]:
-    """The provider call of ``tool`` made inside, checked once here."""
+    """The provider call of ``tool`` made inside, checked once here. ``checked_at``: when
+    a write of the intent last found the run this lease's (monotonic); the run's row is
+    read again only once more than ``RECHECK_S`` has passed since."""
     current = Call(tool, deadline, lease_ends, still_held)
+    if checked_at is not None:
+        current.read_at = checked_at
     current.check()
     token = _CURRENT.set(current)
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -45,10 +46,13 @@ class Effect:
     error: str | None
     created_at: datetime
     updated_at: datetime
+    # monotonic time before this process's last write of it that checked the lease token
+    # (the fence): the run was still this lease's then (None: no such write)
+    fenced_at: float | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Effect:
-        return cls(**{k: row[k] for k in cls.__dataclass_fields__})
+        return cls(**{k: row[k] for k in cls.__dataclass_fields__ if k in row})
 
 
 class Ledger:
@@ -153,12 +157,14 @@ class Ledger:
         that LangGraph does not wait for (see the saver's ``put_writes``)."""
         assert self.ride is not None, "riding needs the saver's ride"
         params = self._intent_params(key, thread_id, ordinal, tool, args, timeout_s)
+        sent = time.monotonic()  # before the checkpoint that carries it checks the fence
 
         def inserted(rows: list[dict[str, Any]]) -> None:
             if not rows:  # the key was there already: perform reads what it holds
                 return
             with self._lock:
-                self._opened[(thread_id, key)] = (fence, self._effect(rows[0]))
+                effect = replace(self._effect(rows[0]), fenced_at=sent)
+                self._opened[(thread_id, key)] = (fence, effect)
                 while len(self._opened) > WRITTEN_KEPT:
                     self._opened.popitem(last=False)
 
@@ -270,7 +276,11 @@ class Ledger:
         fence: int | None,
     ) -> dict[str, Any] | None:
         params = self._intent_params(key, thread_id, ordinal, tool, args, timeout_s)
-        return self.db.fetch_one(query, fence=fence, **params)
+        sent = time.monotonic()
+        row = self.db.fetch_one(query, fence=fence, **params)
+        if row is not None and fence is not None:
+            row["fenced_at"] = sent
+        return row
 
     def _intent_params(
         self,

@@ -220,7 +220,11 @@ class EffectRunner:
         the request may have left."""
         ends = row.updated_at.timestamp() + tool.timeout_s  # as the ledger keeps it
         with deadline.call(
-            tool.name, ends, lease_ends=self.lease_ends, still_held=self.still_held
+            tool.name,
+            ends,
+            lease_ends=self.lease_ends,
+            still_held=self.still_held,
+            checked_at=row.fenced_at,
         ) as made:
             try:
                 return tool.apply(args, key, tool.timeout_s)
