@@ -261,7 +261,6 @@ def test_a_statement_whose_rows_are_wanted_waits_for_the_next_save_with_what_fol
         ordinal=1,
         tool="note",
         args={},
-        timeout_s=5.0,
         fence=token,
     )
     intent = Effect("k-order", thread_id, 1, "note", {}, "intent", 1, None, None, None,

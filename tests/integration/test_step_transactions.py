@@ -236,11 +236,13 @@ def test_only_an_intent_never_called_is_handed_back(
     run = claimed(runtime)
     ledger, lease = runtime.ledger, run.lease_token
     for ordinal, called in ((1, True), (2, False)):
-        intent = {"thread_id": run.thread_id, "ordinal": ordinal, "tool": "note", "timeout_s": 5.0}
+        intent = {"thread_id": run.thread_id, "ordinal": ordinal, "tool": "note"}
         ledger.ride_intent(key=f"k{ordinal}-{run.thread_id}", args={}, fence=lease, **intent)
         runtime.saver.flush(run.thread_id)  # committed: the ride's answer keeps the row
         if called:
-            ledger.record_intent(key=f"k1-{run.thread_id}", args={}, fence=lease, **intent)
+            ledger.record_intent(
+                key=f"k1-{run.thread_id}", args={}, fence=lease, timeout_s=None, **intent
+            )
     assert ledger.hand_back(run.thread_id, lease) == (1, 2)
     assert [r[1:3] for r in _intents(sql, run.thread_id)] == [("intent", 2), ("intent", 0)]
     assert ledger.hand_back(run.thread_id, lease) == (0, 0)  # forgotten

@@ -120,7 +120,7 @@ class Ledger:
         ordinal: int,
         tool: str,
         args: dict[str, Any],
-        timeout_s: float,
+        timeout_s: float | None,
         fence: int | None = None,
     ) -> tuple[Effect, bool]:
         """The effect for ``key``: a new intent, committed (and ``True``), or the row the
@@ -143,7 +143,6 @@ class Ledger:
         ordinal: int,
         tool: str,
         args: dict[str, Any],
-        timeout_s: float,
         fence: int,
     ) -> None:
         """Open the intent for ``key`` in the transaction of the run's next checkpoint, not
@@ -156,7 +155,7 @@ class Ledger:
         statement goes out only with a checkpoint (or a flush), never with pending writes
         that LangGraph does not wait for (see the saver's ``put_writes``)."""
         assert self.ride is not None, "riding needs the saver's ride"
-        params = self._intent_params(key, thread_id, ordinal, tool, args, timeout_s)
+        params = self._intent_params(key, thread_id, ordinal, tool, args, None)
         sent = time.monotonic()  # before the checkpoint that carries it checks the fence
 
         def inserted(rows: list[dict[str, Any]]) -> None:
@@ -256,7 +255,7 @@ class Ledger:
         ordinal: int,
         tool: str,
         args: dict[str, Any],
-        timeout_s: float,
+        timeout_s: float | None,
         fence: int | None = None,
     ) -> Effect:
         """Commit the intent (or count one more attempt) before calling the provider."""
@@ -272,7 +271,7 @@ class Ledger:
         ordinal: int,
         tool: str,
         args: dict[str, Any],
-        timeout_s: float,
+        timeout_s: float | None,
         fence: int | None,
     ) -> dict[str, Any] | None:
         params = self._intent_params(key, thread_id, ordinal, tool, args, timeout_s)
@@ -289,7 +288,7 @@ class Ledger:
         ordinal: int,
         tool: str,
         args: dict[str, Any],
-        timeout_s: float,
+        timeout_s: float | None,
     ) -> dict[str, Any]:
         return {
             "key": key,
@@ -297,7 +296,9 @@ class Ledger:
             "ordinal": ordinal,
             "tool": tool,
             "args": self.redact(args),
-            "timeout_s": timeout_s,  # the deadline of the call it is for (deadline_of)
+            # the deadline of the call it is for, kept for a provider that does not
+            # deduplicate (deadline_of); None: not kept
+            "timeout_s": timeout_s,
         }
 
     def update(

@@ -70,7 +70,7 @@ class EffectRunner:
                 ordinal=action["ordinal"],
                 tool=tool.name,
                 args=action["args"],
-                timeout_s=tool.timeout_s,
+                timeout_s=_kept(tool),
                 fence=self.fence,
             )
         if fresh:  # the intent of the first attempt is committed: call the provider
@@ -253,7 +253,7 @@ class EffectRunner:
             ordinal=action["ordinal"],
             tool=tool.name,
             args=args,
-            timeout_s=tool.timeout_s,
+            timeout_s=_kept(tool),
             fence=self.fence,
         )
         if row.attempts > tool.retry.max_attempts:
@@ -352,6 +352,14 @@ class EffectRunner:
 
 
 _UNREACHABLE = object()
+
+
+def _kept(tool: Tool) -> float | None:
+    """The timeout whose deadline the ledger keeps for a call of ``tool``: only a provider
+    that does not deduplicate needs it (a lookup's absence is trusted after it)."""
+    return None if tool.idempotent_by_key else tool.timeout_s
+
+
 _WARNED: set[str] = set()
 
 

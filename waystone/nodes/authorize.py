@@ -96,7 +96,6 @@ def _approved(
             ordinal=action["ordinal"],
             tool=tool.name,
             args=action["args"],
-            timeout_s=tool.timeout_s,
             fence=scope.fence,
         )
     return update

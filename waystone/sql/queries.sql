@@ -344,9 +344,11 @@ SELECT * FROM counted;
 -- name: deadline_of
 -- How the intents end (included in them, never run alone): the call the intent is for
 -- carries the deadline of its attempt, the time it was counted plus the tool's timeout;
--- the effect keeps the latest one any process sent.
+-- the effect keeps the latest one any process sent. Only for a provider that does not
+-- deduplicate (a timeout is given): for one that does, a second call is harmless.
 INSERT INTO waystone.effect_deadlines (key, deadline)
-SELECT key, updated_at + make_interval(secs => %(timeout_s)s) FROM counted
+SELECT key, updated_at + make_interval(secs => %(timeout_s)s::float8) FROM counted
+WHERE %(timeout_s)s::float8 IS NOT NULL
 ON CONFLICT (key) DO UPDATE
 SET deadline = greatest(waystone.effect_deadlines.deadline, EXCLUDED.deadline)
 
@@ -370,15 +372,10 @@ WHERE key = %(key)s AND NOT EXISTS (SELECT 1 FROM counted);
 -- The first intent for a key, committed in the transaction of the run's next checkpoint
 -- (authorize's, once it approves the action): the row when this inserted it; none when
 -- the key was there already (a fork and its origin share keys), which it leaves as it is.
-WITH counted AS (
-    INSERT INTO waystone.effects (key, thread_id, ordinal, tool, args, status, attempts)
-    VALUES (%(key)s, %(thread_id)s, %(ordinal)s, %(tool)s, %(args)s, 'intent', 1)
-    ON CONFLICT (key) DO NOTHING
-    RETURNING *
-), deadline AS (
--- include: deadline_of
-)
-SELECT * FROM counted;
+INSERT INTO waystone.effects (key, thread_id, ordinal, tool, args, status, attempts)
+VALUES (%(key)s, %(thread_id)s, %(ordinal)s, %(tool)s, %(args)s, 'intent', 1)
+ON CONFLICT (key) DO NOTHING
+RETURNING *;
 
 -- name: hand_back_intents
 -- A run that stopped between authorize and execute (drained) hands back the intents that
