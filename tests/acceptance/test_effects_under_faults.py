@@ -38,6 +38,14 @@ def one(sql: psycopg.Connection[Any], query: str, *params: Any) -> Any:
     return row[0]
 
 
+def holding_notifications(provider: ProviderProcess, hold_s: float, times: int) -> DelayingProxy:
+    """A proxy to the provider that holds its first ``times`` notification POSTs."""
+    address = urlsplit(provider.url)
+    assert address.hostname and address.port
+    held = b"POST /notifications"
+    return DelayingProxy((address.hostname, address.port), held, hold_s=hold_s, times=times)
+
+
 def _lease_expired(sql: psycopg.Connection[Any], thread_id: str) -> bool:
     query = "SELECT lease_expires_at < clock_timestamp() FROM waystone.runs WHERE thread_id = %s"
     return bool(one(sql, query, thread_id))
@@ -94,10 +102,7 @@ def test_slow_network_sends_each_notification_once(
     """Each run's first notification is held 12 s in transit, the client waits 2 s: the
     outcome is unknown, the lookup finds nothing, the run sends it again once the first
     call's deadline has passed; the first one lands late and is refused."""
-    address = urlsplit(provider.url)
-    assert address.hostname and address.port
-    held = b"POST /notifications"
-    with DelayingProxy((address.hostname, address.port), held, hold_s=12, times=2) as proxy:
+    with holding_notifications(provider, hold_s=12, times=2) as proxy:
         threads = [
             runtime.start("refund", {**SMALL, "order_id": f"10{n}"}).thread_id for n in (1, 2)
         ]
@@ -182,10 +187,7 @@ def test_a_longer_timeout_elsewhere_is_waited_for(
     """A worker with an 8 s timeout dies with its notification held 6 s in transit; the
     one that takes over has a 2 s timeout, and still waits for the first call's own
     deadline before it trusts a lookup that finds nothing: the late request is found."""
-    address = urlsplit(provider.url)
-    assert address.hostname and address.port
-    held = b"POST /notifications"
-    with DelayingProxy((address.hostname, address.port), held, hold_s=6, times=1) as proxy:
+    with holding_notifications(provider, hold_s=6, times=1) as proxy:
         thread_id = runtime.start("refund", SMALL).thread_id
         patient = {
             "WAYSTONE_TOOL_TIMEOUTS": "notify_customer=8",

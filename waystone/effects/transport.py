@@ -96,8 +96,6 @@ def _one(exc: BaseException) -> Kind | None:
         kind = _BY_NAME.get((cls.__module__.split(".")[0], cls.__name__))
         if kind is not None:
             return kind
-        if _named(exc, _WRAPPERS) and cls is type(exc):
-            return None  # look inside
     status = _status(exc)
     if status is not None:
         return classify_status(status)
