@@ -5,8 +5,9 @@
 Each round times ``--runs`` runs (``Runtime.invoke`` of the one-action agent of
 ``bench_storage``, after 30 warm-up runs) in a new process of each checkout in turn, on
 two databases of one embedded Postgres, and prints both medians and their difference. The
-checkouts alternate, so a drift of the machine's speed falls on both; quote the median of
-the differences, not one round.
+checkouts alternate and take turns going first (the second of a pair runs slower, while
+Postgres writes out the first one's work), so a drift of the machine's speed falls on
+both; quote the median of the differences over an even number of rounds, not one round.
 """
 
 from __future__ import annotations
@@ -78,8 +79,14 @@ def main() -> int:
             base_url, here_url = _database(url, "ab_base"), _database(url, "ab_here")
             diffs = []
             for n in range(1, args.rounds + 1):
-                base = _time(args.base.resolve(), base_url, args.runs)
-                here = _time(ROOT, here_url, args.runs)
+                # each checkout goes first in every other round: the second of a pair
+                # runs while Postgres still writes out the first one's work
+                if n % 2:
+                    base = _time(args.base.resolve(), base_url, args.runs)
+                    here = _time(ROOT, here_url, args.runs)
+                else:
+                    here = _time(ROOT, here_url, args.runs)
+                    base = _time(args.base.resolve(), base_url, args.runs)
                 diffs.append(here - base)
                 print(f"round {n}: base {base:.2f} ms, this {here:.2f} ms, {here - base:+.2f}")
             median = statistics.median(diffs)

@@ -16,7 +16,6 @@ from langgraph.checkpoint.base import (
     CheckpointMetadata,
     CheckpointTuple,
     DeltaChannelHistory,
-    get_checkpoint_metadata,
 )
 
 from waystone.privacy.seal import Sealer, open_value
@@ -33,10 +32,9 @@ def protect(
     sealer: Sealer | None,
 ) -> tuple[Checkpoint, CheckpointMetadata]:
     """The checkpoint and metadata as they are to be written; ``metadata`` is all that is
-    stored of it (the config's values already merged in)."""
-    # LangGraph's own clean-up of metadata (NUL out of its strings), first: a sealed value
-    # would keep them from it, and a NUL inside an email hides it from redaction.
-    metadata = get_checkpoint_metadata({}, metadata)
+    stored of it, as LangGraph's ``get_serializable_checkpoint_metadata`` gives it (the
+    config's values merged in, NUL out of its strings: a sealed value would keep them from
+    that clean-up, and a NUL inside an email hides it from redaction)."""
     values = checkpoint["channel_values"]
     if redact is not None:
         # What this save writes: the channels that changed (as blobs) and the primitives
