@@ -91,3 +91,8 @@ class UnknownOutcome(WaystoneError):
 
     Never retried blindly: the effect is reconciled by its idempotency key first.
     """
+
+
+class NeedsHuman(WaystoneError):
+    """Only a person can tell how to go on (an effect whose outcome cannot be known): a
+    node that raises it ends its run ``needs-human`` with this reason."""

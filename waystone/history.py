@@ -5,15 +5,18 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from waystone.runs.registry import run_id_of
+
 if TYPE_CHECKING:
     from waystone.runtime import Runtime
 
 
 def history(rt: Runtime, thread_id: str) -> dict[str, Any]:
-    """Events, node checkpoints and effects of a run, in order."""
+    """A thread's runs, events (each with the number of the run it belongs to), node
+    checkpoints and effects, in order."""
     run = rt.registry.get(thread_id)
     checkpoints: list[dict[str, Any]] = []
-    if run.agent in rt.agents:
+    if run.agent in rt.agents or run.agent in rt.graph_sources:
         graph = rt.graph(run.agent)
         snaps = list(graph.get_state_history(rt.config(thread_id)))
         snaps.reverse()
@@ -31,10 +34,38 @@ def history(rt: Runtime, thread_id: str) -> dict[str, Any]:
                 }
             )
             previous_next = list(snap.next)
+    past = rt.registry.past_runs(thread_id)
+    current = len(past) + 1
     events = [
-        {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in e.items()}
+        {
+            **{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in e.items()},
+            "run": next((p.number for p in past if e["id"] <= p.last_event), current),
+        }
         for e in rt.registry.events(thread_id)
     ]
+    runs = [
+        {
+            "run": p.number,
+            "run_id": p.run_id,
+            "state": p.state,
+            "reason": p.reason,
+            "input": p.input,
+            "created_at": p.created_at.isoformat(),
+            "ended_at": p.ended_at.isoformat(),
+        }
+        for p in past
+    ]
+    runs.append(
+        {
+            "run": current,
+            "run_id": run_id_of(thread_id, current),
+            "state": run.state,
+            "reason": run.reason,
+            "input": run.input,
+            "created_at": run.created_at.isoformat(),
+            "ended_at": run.updated_at.isoformat() if run.state in ("done", "failed") else None,
+        }
+    )
     effects = [
         {
             **asdict(e),
@@ -49,6 +80,7 @@ def history(rt: Runtime, thread_id: str) -> dict[str, Any]:
         "reason": run.reason,
         "summary": run.summary,
         "pruned_at": run.pruned_at.isoformat() if run.pruned_at else None,
+        "runs": runs,
         "events": events,
         "checkpoints": checkpoints,
         "effects": effects,

@@ -11,7 +11,7 @@ import logging
 import uuid
 from collections.abc import Callable, Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from waystone.approval import parse_decision
 from waystone.checkpointing.database import FENCE_SQL, Database, meaning_of
@@ -22,8 +22,10 @@ from waystone.errors import (
     BadInput,
     DatabaseUnavailable,
     LeaseLost,
+    NeedsHuman,
     TransitionNotAllowed,
 )
+from waystone.graphs import GraphSource, check_names
 from waystone.hints import command
 from waystone.identifiers import check_identifier
 from waystone.privacy.keys import at_rest_sealer, load_key
@@ -31,10 +33,10 @@ from waystone.privacy.readable import refuse_personal_data
 from waystone.privacy.seal import open_value
 from waystone.privacy.vault import Vault
 from waystone.runs import driver, leases
-from waystone.runs.registry import Run, RunRegistry, process_owner
-from waystone.runs.signals import APPROVAL, Signal, SignalBox
+from waystone.runs.registry import PastRun, Run, RunRegistry, process_owner
+from waystone.runs.signals import APPROVAL, RESUME, Signal, SignalBox
 from waystone.status import RunStatus as RunStatus
-from waystone.status import not_runnable, status_of
+from waystone.status import not_runnable, past_status, status_of
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -58,10 +60,14 @@ class Runtime:
         settings: Settings | None = None,
         agents: Mapping[str, AgentSpec] | None = None,
         *,
+        graphs: Mapping[str, GraphSource] | None = None,
         database_url: str | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env(database_url=database_url)
         self._agents: dict[str, AgentSpec] | None = dict(agents) if agents else None
+        self._sources: dict[str, GraphSource] | None = dict(graphs) if graphs else None
+        if agents is not None and graphs is not None:
+            check_names(agents, graphs)
         self.db = Database.open(self.settings)
         try:
             migrate(self.db)
@@ -93,7 +99,28 @@ class Runtime:
             from waystone.agents import default_agents
 
             self._agents = default_agents()
+            if self._sources is not None:
+                check_names(self._agents, self._sources)
         return self._agents
+
+    @property
+    def graph_sources(self) -> dict[str, GraphSource]:
+        """The user's graphs this runtime drives: those given, or those
+        ``WAYSTONE_GRAPHS`` names."""
+        if self._sources is None:
+            from waystone.graphs import graphs_from_env
+
+            self._sources = graphs_from_env()
+            check_names(self.agents, self._sources)
+        return self._sources
+
+    def names(self) -> list[str]:
+        """Every agent and graph this runtime can drive (what its claims take)."""
+        return sorted({*self.agents, *self.graph_sources})
+
+    def is_graph(self, name: str) -> bool:
+        """Whether ``name`` is a user's graph (not an agent of the preset)."""
+        return name not in self.agents and name in self.graph_sources
 
     @cached_property
     def saver(self) -> WaystoneSaver:
@@ -131,15 +158,43 @@ class Runtime:
         self._graphs.pop(agent.name, None)
         self._budgets.pop(agent.name, None)
 
+    def register_graph(self, name: str, source: GraphSource) -> None:
+        """Drive ``source`` (a StateGraph, a function returning one, an ``@entrypoint``)
+        under ``name``, as ``Runtime(graphs=...)`` does."""
+        check_names(self.agents, {name: source})
+        self.graph_sources[check_identifier("agent name", name)] = source
+        self._graphs.pop(name, None)
+
     def agent(self, name: str) -> AgentSpec:
         try:
             return self.agents[name]
         except KeyError:
-            known = ", ".join(sorted(self.agents)) or "none"
-            raise BadInput(f"unknown agent {name!r} (registered: {known})") from None
+            if name in self.graph_sources:
+                raise BadInput(f"{name!r} is a graph, not an agent of the preset") from None
+            raise self._unknown(name) from None
+
+    def _unknown(self, name: str) -> BadInput:
+        known = ", ".join(self.names()) or "none"
+        return BadInput(f"unknown agent or graph {name!r} (registered: {known})")
+
+    def known(self, name: str) -> str:
+        """``name`` if this runtime drives it (an agent or a graph); :class:`BadInput` if
+        not."""
+        if name not in self.agents and name not in self.graph_sources:
+            raise self._unknown(name)
+        return name
 
     def graph(self, agent: str) -> CompiledStateGraph[Any]:
-        """The compiled graph of an agent, checkpointed in this runtime's Postgres."""
+        """The compiled graph of an agent or a user's graph, checkpointed in this runtime's
+        Postgres."""
+        if agent not in self._graphs and self.is_graph(agent):
+            from waystone.graphs import compile_graph
+
+            # a Pregel (an @entrypoint's) has what the runtime uses of a compiled StateGraph
+            compiled = compile_graph(agent, self.graph_sources[agent], self.saver)
+            self._graphs[agent] = cast("CompiledStateGraph[Any]", compiled)
+            # its nodes' longest wait is unknown: that of a model call, as for the preset's
+            self._budgets[agent] = self.settings.model_timeout_s + self.settings.step_margin_s
         if agent not in self._graphs:
             from waystone.graph.builder import build_graph
             from waystone.graph.ports import Ports
@@ -174,13 +229,20 @@ class Runtime:
         """Create a queued run. With ``key`` already used, the existing run comes back."""
         thread_id, goal, clean = self._new(agent, input, goal, thread_id, key)
         run, created = self.registry.create(
-            thread_id=thread_id, agent=agent, goal=goal, input=clean, start_key=key
+            thread_id=thread_id,
+            agent=agent,
+            goal=goal,
+            input=clean,
+            start_key=key,
+            next_run=self.is_graph(agent),  # the preset's thread ends with its outcome
         )
         if not created and (run.agent, run.input) != (agent, clean):
             raise TransitionNotAllowed(
                 f"start key {key!r} was used by run {run.thread_id} with another agent or "
                 "input; a key starts one run (choose another key)"
             )
+        if isinstance(run, PastRun):  # a later run followed it on its thread
+            return past_status(run)
         if created:  # nothing has run yet: no step, no approval, no signal to read
             return status_of(run, None, None)
         return self.status(run.thread_id)
@@ -194,20 +256,27 @@ class Runtime:
         key: str | None,
     ) -> tuple[str, str, dict[str, Any]]:
         """A new run's thread id, goal and input, checked (before anything is written, the
-        vault's values included) and redacted."""
-        spec = self.agent(check_identifier("agent name", agent))
+        vault's values included) and redacted. A graph's input is passed to it as it is."""
+        self.known(check_identifier("agent name", agent))
         if thread_id is not None:
             check_identifier("thread id", thread_id)
         if key is not None:
             check_identifier("start key", key)
         self._refuse_personal_data("thread id", thread_id)
         self._refuse_personal_data("start key", key)
-        if not isinstance(input, dict):
-            raise BadInput("--input must be a JSON object")
-        clean = self.vault.redact(spec.validate_input(input))
+        if self.is_graph(agent):
+            self.graph(agent)  # a source that is no graph is refused before anything is kept
+            clean = self.vault.redact(input)
+            described = f"a run of the graph {agent}"
+        else:
+            if not isinstance(input, dict):
+                raise BadInput("--input must be a JSON object")
+            spec = self.agent(agent)
+            clean = self.vault.redact(spec.validate_input(input))
+            described = spec.describe_goal(clean)
         return (
             thread_id or f"{agent}-{uuid.uuid4().hex[:12]}",
-            self.vault.redact(goal) if goal else spec.describe_goal(clean),
+            self.vault.redact(goal) if goal else described,
             clean,
         )
 
@@ -235,14 +304,20 @@ class Runtime:
             start_key=key,
             owner=self.owner,
             lease_seconds=self.settings.lease_seconds,
+            next_run=self.is_graph(agent),
         )
         if claimed is not None:
             return self._settle(claimed)
         existing = self.start(agent, input, goal=goal, thread_id=thread_id, key=key)
+        if existing.run_id is not None and existing.run_id != self._current_run_id(existing):
+            return existing  # the key's run ended before a later one began on its thread
         try:
             return self.run(existing.thread_id)
         except TransitionNotAllowed:
             return self.status(existing.thread_id)
+
+    def _current_run_id(self, status: RunStatus) -> str | None:
+        return self.registry.get(status.thread_id).run_id
 
     def run(self, thread_id: str) -> RunStatus:
         """Drive a run in this process until it waits or ends (the same claim as a worker's,
@@ -251,11 +326,11 @@ class Runtime:
             owner=self.owner,
             lease_seconds=self.settings.lease_seconds,
             thread_id=thread_id,
-            agents=sorted(self.agents),  # one this process does not know is left alone
+            agents=self.names(),  # one this process does not know is left alone
         )
         if claimed is None:
             current = self.registry.get(thread_id)  # an unknown thread id: UnknownThread
-            self.agent(current.agent)  # an agent this process does not know: BadInput
+            self.known(current.agent)  # an agent this process does not know: BadInput
             raise TransitionNotAllowed(not_runnable(current))
         return self._settle(claimed)
 
@@ -265,7 +340,9 @@ class Runtime:
         if settled is not None and settled.state == "done":
             # the graph ended on its goal: no next step, nothing to approve, and the
             # approvals it left were consumed as stale
-            return status_of(settled, None, None)
+            return status_of(
+                dataclasses.replace(settled, run_number=claimed.run_number), None, None
+            )
         return self.status(claimed.thread_id)
 
     def drive(
@@ -282,9 +359,7 @@ class Runtime:
         lapse and ``on_stuck`` is called, from another thread."""
         from langgraph.errors import GraphDrained
 
-        from waystone.proposers import correction_budget
-
-        spec = self.agent(claimed.agent)
+        preset = not self.is_graph(claimed.agent)
         graph = self.graph(claimed.agent)
         log = {"thread_id": claimed.thread_id, "lease_token": claimed.lease_token}
         with leases.heartbeat(
@@ -300,9 +375,10 @@ class Runtime:
                     claimed,
                     self.registry,
                     self.signals,
-                    # each step's few nodes, and each correction of its proposal
-                    recursion_limit=spec.max_steps * (8 + correction_budget(spec.proposer)) + 20,
+                    recursion_limit=self._recursion_limit(claimed.agent) if preset else None,
                     control=control,
+                    preset=preset,
+                    context=self.effects_context,
                 )
             except GraphDrained:
                 # intents ridden with authorize's checkpoint, never called: no attempt
@@ -321,6 +397,17 @@ class Runtime:
                     if meaning is exc:
                         raise  # never from itself: its chain would be a cycle
                     raise meaning from exc
+                if isinstance(meaning, NeedsHuman):
+                    logger.warning("run needs a person: %s", meaning, extra=log)
+                    self.registry.transition(
+                        claimed.thread_id,
+                        "needs-human",
+                        reason=str(meaning),
+                        evidence={"error": repr(exc)},
+                        from_states=("running",),
+                        lease_token=claimed.lease_token,
+                    )
+                    return None
                 logger.exception("run failed", extra=log)
                 self.registry.transition(
                     claimed.thread_id,
@@ -332,6 +419,19 @@ class Runtime:
                 )
             finally:  # a hand-over nothing took under this lease never will
                 self.ledger.untaken(claimed.thread_id, claimed.lease_token)
+        return None
+
+    def _recursion_limit(self, agent: str) -> int:
+        """The preset's: each step's few nodes, and each correction of its proposal."""
+        from waystone.proposers import correction_budget
+
+        spec = self.agent(agent)
+        return spec.max_steps * (8 + correction_budget(spec.proposer)) + 20
+
+    @cached_property
+    def effects_context(self) -> Any:
+        """What the effects a node makes reach the ledger through (see
+        :mod:`waystone.effects.context`)."""
         return None
 
     def fork(
@@ -351,7 +451,7 @@ class Runtime:
         by = self._who(by)
         self._refuse_personal_data("thread id", new_thread_id)
         source = self.registry.get(thread_id)
-        self.agent(source.agent)
+        self.known(source.agent)
         if new_thread_id is not None:
             check_identifier("thread id", new_thread_id)
         if at is not None and not self.db.fetch_one("has_checkpoint", thread_id=thread_id, at=at):
@@ -373,7 +473,7 @@ class Runtime:
                 reason=f"forked from {thread_id}" + (f" at {at}" if at else ""),
                 conn=conn,
             )
-            if not created:
+            if not created or not isinstance(run, Run):
                 raise TransitionNotAllowed(f"a run with thread id {target!r} already exists")
             conn.execute(FENCE_SQL, (str(run.lease_token),))
             self.saver.copy_thread(thread_id, target, until=at, conn=conn)
@@ -416,8 +516,11 @@ class Runtime:
         """Deliver an external event. It wakes the run if it waits for ``name``, and is kept
         for it otherwise (a signal that arrives before the wait begins is not lost).
         ``key`` deduplicates deliveries (a webhook's event id)."""
-        if not name or name == APPROVAL:
-            raise BadInput("a signal needs a name other than 'approval' (use `approve`)")
+        if not name or name in (APPROVAL, RESUME):
+            raise BadInput(
+                "a signal needs a name other than 'approval' (use `approve`) or 'resume' "
+                "(use `resume`)"
+            )
         self._refuse_personal_data("signal name", name)
         self._refuse_personal_data("signal key", key)
         actor = self._who(actor)
@@ -436,6 +539,54 @@ class Runtime:
         )
         return self.status(thread_id)
 
+    def resume(
+        self,
+        thread_id: str,
+        value: Any,
+        *,
+        interrupt_id: str | None = None,
+        by: str = "waystone",
+    ) -> RunStatus:
+        """Answer a graph's pending ``interrupt()`` with ``value``: the node that called it
+        gets ``value`` back (``Command(resume=...)``) when the run is next driven, by
+        ``run`` or an idle worker, from any process. ``interrupt_id`` chooses one of
+        several pending interrupts. Giving the same value again changes nothing."""
+        by = self._who(by)
+        run = self.registry.get(thread_id)
+        pending = [i["id"] for i in run.evidence.get("interrupts") or []]
+        if run.state != "waiting" or run.waiting_for != RESUME or not pending:
+            raise TransitionNotAllowed(
+                f"run {thread_id} is {run.state} and waits for no value "
+                f"(see {command('status', thread_id)})"
+            )
+        if interrupt_id is None:
+            if len(pending) > 1:
+                raise BadInput(
+                    f"run {thread_id} waits on {len(pending)} interrupts; choose one with "
+                    f"--interrupt-id ({', '.join(pending)})"
+                )
+            interrupt_id = pending[0]
+        elif interrupt_id not in pending:
+            raise BadInput(
+                f"run {thread_id} has no pending interrupt {interrupt_id!r} "
+                f"(pending: {', '.join(pending)})"
+            )
+        record = {"value": value}
+        sig, created = self.signals.record(thread_id, RESUME, interrupt_id, record, actor=by)
+        if not created and sig.payload != self.vault.redact(record):
+            raise TransitionNotAllowed(
+                f"another value is already recorded for interrupt {interrupt_id}; "
+                "it is used when the run goes on"
+            )
+        self.registry.event(
+            thread_id,
+            "resume" if created else "resume-repeated",
+            f"a value for interrupt {interrupt_id}, given by {by}",
+            {"interrupt_id": interrupt_id, "signal_id": sig.id},
+            actor=by,
+        )
+        return self.status(thread_id)
+
     def requeue(self, thread_id: str, *, by: str, reason: str) -> RunStatus:
         """Put a ``failed`` or ``needs-human`` run back in the queue, saying who and why."""
         if not reason.strip():
@@ -450,15 +601,16 @@ class Runtime:
             raise TransitionNotAllowed(
                 f"run {thread_id} is {run.state}; only failed or needs-human runs are requeued"
             )
-        from waystone.graph.reopen import reopen
+        if not self.is_graph(run.agent):  # a user's graph resumes where it stopped
+            from waystone.graph.reopen import reopen
 
-        graph = self.graph(run.agent)
-        reopen(
-            graph,
-            self.agent(run.agent),
-            driver.graph_config(run.thread_id, lease_token=run.lease_token),
-            ended_at="authorize" if self._rejected(graph, thread_id) else None,
-        )
+            graph = self.graph(run.agent)
+            reopen(
+                graph,
+                self.agent(run.agent),
+                driver.graph_config(run.thread_id, lease_token=run.lease_token),
+                ended_at="authorize" if self._rejected(graph, thread_id) else None,
+            )
         # A person's action on a run nobody holds: it writes with the run's current token,
         # so a zombie that still thinks it holds the run stays fenced out.
         with self.db.transaction(fence=run.lease_token) as conn:
@@ -505,13 +657,13 @@ class Runtime:
 
     def _status_from_graph(self, run: Run) -> RunStatus:
         pending, step = None, None
-        if run.agent in self.agents:
+        if run.agent in self.agents or run.agent in self.graph_sources:
             graph = self.graph(run.agent)
             snapshot = graph.get_state(self.config(run.thread_id))
             step = snapshot.next[0] if snapshot.next else None
             if run.state == "waiting":
                 waiting_on = driver.waiting_interrupt(snapshot)
-                if waiting_on is not None and waiting_on.value.get("kind") == APPROVAL:
+                if waiting_on is not None and driver.kind_of(waiting_on) == APPROVAL:
                     pending = waiting_on.value
         return status_of(run, step, pending, self._lease(run))
 

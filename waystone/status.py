@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from waystone.hints import command, decide_commands, requeue_command
-from waystone.runs.registry import Run
+from waystone.runs.registry import PastRun, Run
+from waystone.runs.signals import RESUME
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,10 @@ class RunStatus:
     decision_recorded: bool
     waiting_for: str | None = None
     lease: dict[str, Any] | None = None  # a running run's: owner, expires_at, expires_in_s
+    # a graph's pending interrupt() calls, each {"id", "value"}: what `resume` answers
+    interrupts: list[dict[str, Any]] = field(default_factory=list)
+    run_id: str | None = None  # which run of its thread (a thread holds one run at a time)
+    run_number: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -48,6 +53,28 @@ def status_of(
         decision_recorded=approved,
         waiting_for=run.waiting_for if run.state == "waiting" else None,
         lease=lease if run.state == "running" else None,
+        interrupts=list(run.evidence.get("interrupts") or [])
+        if run.state == "waiting" and run.waiting_for == RESUME
+        else [],
+        run_id=run.run_id,
+        run_number=run.run_number,
+    )
+
+
+def past_status(run: PastRun) -> RunStatus:
+    """A run that ended before a later run began on its thread."""
+    return RunStatus(
+        thread_id=run.thread_id,
+        state=run.state,
+        step=None,
+        pending_approval=None,
+        agent=run.agent,
+        attempts=run.attempts,
+        updated_at=run.ended_at.isoformat(),
+        reason=run.reason,
+        decision_recorded=False,
+        run_id=run.run_id,
+        run_number=run.number,
     )
 
 
@@ -64,12 +91,18 @@ def shown_reason(thread_id: str, reason: str, approved_by: str | None) -> str:
 
 
 def not_runnable(run: Run) -> str:
-    waiting = (
-        f"it waits for a decision: {decide_commands(run.thread_id)} first"
-        if run.waiting_for in (None, "approval")
-        else f"it waits for the signal {run.waiting_for!r}: "
-        f"{command('signal', run.thread_id, run.waiting_for)} delivers it"
-    )
+    if run.waiting_for in (None, "approval"):
+        waiting = f"it waits for a decision: {decide_commands(run.thread_id)} first"
+    elif run.waiting_for == RESUME:
+        waiting = (
+            f"it waits for a value for its interrupt: {command('resume', run.thread_id)} "
+            "with --value and the value as JSON gives it"
+        )
+    else:
+        waiting = (
+            f"it waits for the signal {run.waiting_for!r}: "
+            f"{command('signal', run.thread_id, run.waiting_for)} delivers it"
+        )
     hints = {
         "waiting": waiting,
         "done": "it is done",

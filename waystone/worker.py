@@ -65,8 +65,8 @@ class Worker:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         if agents is not None:
-            unknown = sorted(set(agents) - set(runtime.agents))
-            known = ", ".join(sorted(runtime.agents)) or "none"
+            unknown = sorted(set(agents) - set(runtime.names()))
+            known = ", ".join(runtime.names()) or "none"
             if not agents:
                 raise ValueError(f"a worker serves at least one of its runtime's agents: {known}")
             if unknown:
@@ -182,7 +182,7 @@ class Worker:
             return not self._controls
 
     def _serving(self) -> list[str]:
-        return self.agents if self.agents is not None else sorted(self.rt.agents)
+        return self.agents if self.agents is not None else self.rt.names()
 
     def _idle_timeout(self) -> float:
         """Until the next wait of its agents is due (by the database's clock), at most the

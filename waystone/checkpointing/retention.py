@@ -81,7 +81,7 @@ def prune(
 
 def _summary(rt: Runtime, thread_id: str, agent: str, checkpoints: int) -> dict[str, Any]:
     values: dict[str, Any] = {}
-    if agent in rt.agents:
+    if agent in rt.agents or agent in rt.graph_sources:
         state = rt.graph(agent).get_state(rt.config(thread_id)).values
         values = state if isinstance(state, dict) else {}
     completed = [

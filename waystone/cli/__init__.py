@@ -169,6 +169,18 @@ def _render_status(status: RunStatus) -> None:
             else decide_commands(status.thread_id)
         )
         out.print(f"    next: {hint}", highlight=False)
+    elif status.interrupts:
+        for pending in status.interrupts:
+            out.print(
+                f"  [yellow]interrupt[/] {pending['id']}: {escape(json.dumps(pending['value']))}",
+                highlight=False,
+            )
+        which = " and --interrupt-id" if len(status.interrupts) > 1 else ""
+        out.print(
+            f"    next: {command('resume', status.thread_id)} with --value (the answer, as "
+            f"JSON){which}",
+            highlight=False,
+        )
     elif status.state in STOPPED:
         out.print(
             f"  next: {command('history', status.thread_id)} says why; "
@@ -205,12 +217,23 @@ def _render_history(history: dict[str, Any]) -> None:
     out.print(
         f"[bold]{history['thread_id']}[/]  {history['state']}: {history['reason']}", highlight=False
     )
-    table = Table("#", "at", "kind", "what", show_lines=False)
+    if len(history["runs"]) > 1:
+        runs = Table("run", "run id", "state", "reason")
+        for run in history["runs"]:
+            runs.add_row(str(run["run"]), run["run_id"], run["state"], run["reason"])
+        out.print(runs)
+    table = Table("#", "run", "at", "kind", "what", show_lines=False)
     for event in history["events"]:
         what = event["reason"]
         if event["kind"] == "transition":
             what = f"{event['from_state'] or '∅'} -> {event['to_state']}: {what}"
-        table.add_row(str(event["id"]), str(event["created_at"])[11:23], event["kind"], what)
+        table.add_row(
+            str(event["id"]),
+            str(event["run"]),
+            str(event["created_at"])[11:23],
+            event["kind"],
+            what,
+        )
     out.print(table)
     steps = Table("step", "checkpoint", "after", "next")
     for cp in history["checkpoints"]:
@@ -232,21 +255,62 @@ def _render_history(history: dict[str, Any]) -> None:
 
 @app.command()
 def start(
-    agent: Annotated[str, typer.Option("--agent", help="The agent to run, e.g. refund.")],
-    input: Annotated[str, typer.Option("--input", help="The run's input, a JSON object.")],
+    input: Annotated[str, typer.Option("--input", help="The run's input, as JSON.")],
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="The agent to run, e.g. refund.")
+    ] = None,
+    graph: Annotated[
+        str | None, typer.Option("--graph", help="The graph to run (WAYSTONE_GRAPHS names it).")
+    ] = None,
     goal: Annotated[str | None, typer.Option("--goal", help="The goal, in words.")] = None,
     thread_id: Annotated[str | None, typer.Option("--thread-id", help="Choose the id.")] = None,
     key: Annotated[str | None, typer.Option("--key", help="Start once per key.")] = None,
     as_json: JsonOpt = False,
     database_url: DbOpt = None,
 ) -> None:
-    """Create a queued run and print its thread id."""
+    """Create a queued run and print its thread id. An agent's input is a JSON object; a
+    graph's is passed to it as it is."""
 
     def body() -> None:
+        if (agent is None) == (graph is None):
+            raise BadInput("give one of --agent NAME or --graph NAME")
         data = _parse_json(input, "--input")
+        name = agent if agent is not None else graph
+        assert name is not None
         with _runtime(database_url) as rt:
-            status = rt.start(agent, data, goal=goal, thread_id=thread_id, key=key)
+            if graph is not None and not rt.is_graph(graph):
+                rt.known(graph)  # unknown: says what is registered
+                raise BadInput(f"{graph!r} is an agent: use --agent {graph}")
+            status = rt.start(name, data, goal=goal, thread_id=thread_id, key=key)
         _emit(as_json, status.to_dict(), lambda: _render_status(status))
+
+    _guard(body)
+
+
+@app.command()
+def resume(
+    thread_id: ThreadArg,
+    value: Annotated[str, typer.Option("--value", help="The interrupt's answer, as JSON.")],
+    interrupt_id: Annotated[
+        str | None, typer.Option("--interrupt-id", help="Which interrupt, when several wait.")
+    ] = None,
+    by: ByOpt = None,
+    run_now: Annotated[bool, typer.Option("--run", help="Continue the run here.")] = False,
+    as_json: JsonOpt = False,
+    database_url: DbOpt = None,
+) -> None:
+    """Answer a graph's pending interrupt() with a value; the run goes on with it (here
+    with --run, or in the next `waystone run` or idle worker)."""
+
+    def body() -> None:
+        answer = _parse_json(value, "--value")
+        with _runtime(database_url) as rt:
+            result = rt.resume(thread_id, answer, interrupt_id=interrupt_id, by=_actor(by))
+            if run_now:
+                result = rt.run(thread_id)
+        _emit(as_json, result.to_dict(), lambda: _render_status(result))
+        if run_now:
+            _settled(result)
 
     _guard(body)
 

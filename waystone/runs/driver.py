@@ -10,6 +10,7 @@ write carries the lease token (fencing).
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from waystone.crash import crash_point
 from waystone.graph.state import initial_state
 from waystone.runs.registry import Run, RunRegistry
-from waystone.runs.signals import APPROVAL, Signal, SignalBox
+from waystone.runs.signals import APPROVAL, RESUME, Signal, SignalBox
 
 if TYPE_CHECKING:  # the runtime imports this module for every command; most drive nothing
     from langchain_core.runnables import RunnableConfig
@@ -31,12 +32,14 @@ if TYPE_CHECKING:  # the runtime imports this module for every command; most dri
 
 logger = logging.getLogger(__name__)
 
+ENDED = {"state": "done", "reason": "the graph ended"}  # a user's graph, once it stops
+RUN_KEY = "waystone_run"  # the configurable value naming the run of its thread
 INTERRUPT = "__interrupt__"  # where invoke's output lists the interrupts it stopped on
 
 
 def graph_config(
     thread_id: str,
-    recursion_limit: int = 200,
+    recursion_limit: int | None = 200,
     lease_token: int | None = None,
     key_namespace: str | None = None,
 ) -> RunnableConfig:
@@ -47,15 +50,38 @@ def graph_config(
         configurable["lease_token"] = lease_token
     if key_namespace is not None:
         configurable["key_namespace"] = key_namespace
-    return {"configurable": configurable, "recursion_limit": recursion_limit}
+    config: RunnableConfig = {"configurable": configurable}
+    if recursion_limit is not None:  # None: LangGraph's own default
+        config["recursion_limit"] = recursion_limit
+    return config
 
 
 def waiting_interrupt(snapshot: StateSnapshot | Reached) -> Interrupt | None:
-    """The interrupt a state snapshot waits on (an approval or a signal), or ``None``."""
+    """The interrupt a state snapshot waits on: an approval or a signal (the agent
+    preset's waits), else the first of a graph's own ``interrupt()`` calls, which a resume
+    value answers; ``None`` when it waits on nothing."""
     for item in snapshot.interrupts:
-        if isinstance(item.value, dict) and item.value.get("kind") in (APPROVAL, "signal"):
+        if kind_of(item) in (APPROVAL, "signal"):
             return item
-    return None
+    return snapshot.interrupts[0] if snapshot.interrupts else None
+
+
+def kind_of(item: Interrupt) -> str:
+    """``approval`` or ``signal`` for the preset's waits, ``resume`` for any other."""
+    value = item.value
+    if isinstance(value, dict) and value.get("kind") in (APPROVAL, "signal"):
+        return str(value["kind"])
+    return RESUME
+
+
+def interrupts_of(snapshot: StateSnapshot | Reached) -> list[dict[str, Any]]:
+    """The graph's own pending interrupts, as shown: ``{"id", "value"}`` each."""
+    # as JSON (a value that is not JSON is shown by its repr): it is kept in the run's row
+    return [
+        {"id": i.id, "value": json.loads(json.dumps(i.value, default=repr))}
+        for i in snapshot.interrupts
+        if kind_of(i) == RESUME
+    ]
 
 
 def pending_interrupt(graph: CompiledStateGraph[Any], thread_id: str) -> Interrupt | None:
@@ -64,8 +90,8 @@ def pending_interrupt(graph: CompiledStateGraph[Any], thread_id: str) -> Interru
 
 
 def wanted_signal(waiting_on: Interrupt) -> str:
-    value: dict[str, Any] = waiting_on.value
-    return APPROVAL if value.get("kind") == APPROVAL else str(value["name"])
+    kind = kind_of(waiting_on)
+    return str(waiting_on.value["name"]) if kind == "signal" else kind
 
 
 def drive(
@@ -74,32 +100,47 @@ def drive(
     registry: RunRegistry,
     signals: SignalBox,
     *,
-    recursion_limit: int,
+    recursion_limit: int | None,
     control: RunControl | None = None,
+    preset: bool = True,
+    context: Any = None,
 ) -> Run:
-    """Resume the graph of a claimed run until it waits or ends, and record where."""
+    """Resume the graph of a claimed run until it waits or ends, and record where.
+    ``preset``: the agent preset's graph (its first state is built from the run's goal and
+    input, and it ends on the outcome it records); else a user's graph, given the run's
+    input as it is and done when it ends. ``context`` reaches its nodes' effects (see
+    :mod:`waystone.effects`), in ``configurable["__waystone__"]``."""
     config = graph_config(
         run.thread_id, recursion_limit, run.lease_token, run.key_namespace or run.thread_id
     )
+    if context is not None:
+        config["configurable"]["__waystone__"] = context
+    number = run.run_number or 1
+    if not preset:  # kept in each checkpoint's metadata: which run of the thread wrote it
+        config["configurable"][RUN_KEY] = number
+    first = initial_state(run.goal, run.input) if preset else run.input
     payload: Any = None
     snapshot: StateSnapshot | Reached | None = None
     if run.started is False:  # the claim saw no checkpoint: nothing to read back
-        payload = initial_state(run.goal, run.input)
+        payload = first
     else:
         snapshot = graph.get_state(config)
-        if not snapshot.values:
-            payload = initial_state(run.goal, run.input)
-    ending = _Ending(registry, run)
+        if not snapshot.values and not snapshot.next:
+            payload = first
+        elif number > 1 and (snapshot.metadata or {}).get(RUN_KEY) != number:
+            payload = first  # the thread's state is its last run's: this run has not begun
+    # a user's graph records no outcome: it is settled once it stops (see ``settle``)
+    ending = _Ending(registry, run) if preset else None
     finishing = getattr(graph.checkpointer, "finishing", None)
     with (
         finishing(run.thread_id, run.lease_token, ending)
-        if finishing is not None
+        if finishing is not None and ending is not None
         else nullcontext(lambda: False)
     ) as finished:
         while True:
             waiting_on = waiting_interrupt(snapshot) if snapshot is not None else None
-            if payload is None and waiting_on is not None:
-                payload = _answer(waiting_on, run, signals)
+            if payload is None and waiting_on is not None and snapshot is not None:
+                payload = _answer(snapshot, run, signals)
                 if payload is None:
                     break  # still waiting: nothing arrived and the wait has not timed out
             try:
@@ -108,7 +149,7 @@ def drive(
             except BaseException as exc:
                 with suppress(Exception):  # best effort: the graph's own error is the one
                     _flush(graph, run.thread_id)
-                if isinstance(exc, Exception) and finished() and ending.ended is not None:
+                if isinstance(exc, Exception) and finished() and ending and ending.ended:
                     # e.g. the recursion limit, checked before "no more tasks": the run
                     # ended with its last checkpoint, whatever the graph says after it
                     logger.warning("the graph raised after its run ended", exc_info=True)
@@ -119,11 +160,11 @@ def drive(
             payload = None
             snapshot = _reached(out) or graph.get_state(config)
             waiting_on = waiting_interrupt(snapshot)
-            if waiting_on is None or not _available(waiting_on, run.thread_id, signals):
+            if waiting_on is None or not _available(snapshot, run.thread_id, signals):
                 break  # ended, or waits for something that has not arrived yet
-        if finished() and ending.ended is not None:
+        if finished() and ending is not None and ending.ended is not None:
             return ending.ended  # it ended in its last checkpoint's transaction
-    return settle(graph, run, registry, signals, snapshot)
+    return settle(graph, run, registry, signals, snapshot, preset=preset)
 
 
 class _Ending:
@@ -184,16 +225,30 @@ def _flush(graph: CompiledStateGraph[Any], thread_id: str) -> None:
         flush(thread_id)
 
 
-def _available(waiting_on: Interrupt, thread_id: str, signals: SignalBox) -> bool:
-    return _match(waiting_on, signals.pending(thread_id)) is not None
+def _available(snapshot: StateSnapshot | Reached, thread_id: str, signals: SignalBox) -> bool:
+    pending = signals.pending(thread_id)
+    return any(_match(item, pending) is not None for item in _waits(snapshot))
+
+
+def _waits(snapshot: StateSnapshot | Reached) -> list[Interrupt]:
+    """The interrupts a value can answer now: the preset's one wait, or each of a graph's
+    own pending interrupts (answered one by one, by id)."""
+    first = waiting_interrupt(snapshot)
+    if first is None:
+        return []
+    return [first] if kind_of(first) != RESUME else list(snapshot.interrupts)
 
 
 def _match(waiting_on: Interrupt, pending: list[Signal]) -> Signal | None:
-    value: dict[str, Any] = waiting_on.value
+    value: Any = waiting_on.value
+    kind = kind_of(waiting_on)
     for sig in pending:
         if sig.reserved_for is not None and sig.reserved_for != waiting_on.id:
             continue  # handed to an earlier wait: it answers that one only
-        if value["kind"] == APPROVAL:
+        if kind == RESUME:
+            if sig.name == RESUME and sig.dedupe_key == waiting_on.id:
+                return sig
+        elif kind == APPROVAL:
             # a decision is recorded for one interrupt: one action of one run, one time
             if sig.name == APPROVAL and sig.dedupe_key == waiting_on.id:
                 return sig
@@ -202,11 +257,23 @@ def _match(waiting_on: Interrupt, pending: list[Signal]) -> Signal | None:
     return None
 
 
-def _answer(waiting_on: Interrupt, run: Run, signals: SignalBox) -> Command[Any] | None:
-    """The resume value for the interrupt: its signal (reserved to it), a timeout, or none."""
+def _answer(snapshot: StateSnapshot | Reached, run: Run, signals: SignalBox) -> Command[Any] | None:
+    """The resume value for what the run waits on: its signal (reserved to it), a timeout,
+    or none; for a graph's own interrupts, the values given for those answered so far."""
     from langgraph.types import Command
 
-    sig = _match(waiting_on, signals.pending(run.thread_id))
+    waiting_on = waiting_interrupt(snapshot)
+    assert waiting_on is not None
+    pending = signals.pending(run.thread_id)
+    if kind_of(waiting_on) == RESUME:
+        answers: dict[str, Any] = {}
+        for item in _waits(snapshot):
+            found = _match(item, pending)
+            if found is not None:
+                signals.reserve(found.id, item.id)
+                answers[item.id] = found.payload.get("value")
+        return Command(resume=answers) if answers else None
+    sig = _match(waiting_on, pending)
     if sig is not None:
         signals.reserve(sig.id, waiting_on.id)
         if waiting_on.value["kind"] == APPROVAL:
@@ -231,15 +298,18 @@ def settle(
     registry: RunRegistry,
     signals: SignalBox,
     snapshot: StateSnapshot | Reached | None = None,
+    *,
+    preset: bool = True,
 ) -> Run:
     """Transition the run to what its graph says (``snapshot``: its latest state, read
-    again when not given), consuming the signals it has used."""
+    again when not given), consuming the signals it has used. The preset's graph ends on
+    the outcome it records; a user's graph is done when it ends."""
     if snapshot is None:
         snapshot = graph.get_state(graph_config(run.thread_id))
     waiting_on = waiting_interrupt(snapshot)
-    values = snapshot.values
-    outcome = values.get("outcome") if isinstance(values, dict) else None
+    values = snapshot.values if isinstance(snapshot.values, dict) else {}
     if waiting_on is None:  # it ends: every signal it used, and every approval, is spent
+        outcome = values.get("outcome") if preset else ENDED
         if not outcome:
             outcome = {"state": "failed", "reason": "the graph ended without an outcome"}
         return registry.transition(
@@ -247,20 +317,24 @@ def settle(
             outcome["state"],
             reason=outcome["reason"],
             from_states=("running",),
-            evidence={"outcome": outcome, "evidence": values.get("evidence", [])[-5:]},
+            evidence={"outcome": outcome, "evidence": list(values.get("evidence") or [])[-5:]}
+            if preset
+            else {"outcome": outcome},
             lease_token=run.lease_token,
             spend_signals=True,
         )
     pending = signals.pending(run.thread_id)
-    live = _match(waiting_on, pending)
-    spent = [  # used by an earlier wait, or an approval this wait will not take
+    waits = _waits(snapshot)
+    live = [found.id for item in waits if (found := _match(item, pending)) is not None]
+    ids = {item.id for item in waits}
+    spent = [  # used by an earlier wait, or a decision or value no wait will take
         sig
         for sig in pending
-        if (sig.reserved_for is not None and sig.reserved_for != waiting_on.id)
-        or (sig.name == APPROVAL and (live is None or sig.id != live.id))
+        if (sig.reserved_for is not None and sig.reserved_for not in ids)
+        or (sig.name in (APPROVAL, RESUME) and sig.id not in live)
     ]
     with _spending(registry, run, spent, signals) as conn:
-        return _to_waiting(registry, run, waiting_on, conn)
+        return _to_waiting(registry, run, snapshot, waiting_on, conn)
 
 
 @contextmanager
@@ -279,10 +353,25 @@ def _spending(
         yield conn
 
 
-def _to_waiting(registry: RunRegistry, run: Run, waiting_on: Interrupt, conn: Any) -> Run:
-    value: dict[str, Any] = waiting_on.value
+def _to_waiting(
+    registry: RunRegistry,
+    run: Run,
+    snapshot: StateSnapshot | Reached,
+    waiting_on: Interrupt,
+    conn: Any,
+) -> Run:
+    value: Any = waiting_on.value
     evidence: dict[str, Any]
-    if value["kind"] == APPROVAL:
+    if kind_of(waiting_on) == RESUME:
+        shown = interrupts_of(snapshot)
+        reason = (
+            f"waiting for a value for interrupt {waiting_on.id}"
+            if len(shown) == 1
+            else f"waiting for values for {len(shown)} interrupts"
+        )
+        evidence = {"interrupts": shown}
+        wake_at, wait_seconds = None, None
+    elif value["kind"] == APPROVAL:
         reason = f"waiting for approval of {value.get('tool')}: {value.get('reason')}"
         evidence = {"pending_approval": value}
         wake_at, wait_seconds = None, None

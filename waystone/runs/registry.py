@@ -57,10 +57,52 @@ class Run:
     # who approved the action it waits on, while no worker has resumed it (known when read
     # by ``get`` or ``list_runs``)
     approved_by: str | None = None
+    run_number: int | None = None  # its number in the thread (known when read by ``get``)
+
+    @property
+    def run_id(self) -> str | None:
+        """The run's id (a UUID), when its number is known."""
+        return run_id_of(self.thread_id, self.run_number) if self.run_number else None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Run:
         return cls(**{k: row[k] for k in cls.__dataclass_fields__ if k in row})
+
+
+@dataclass(frozen=True)
+class PastRun:
+    """A run of a thread that ended before the thread's current run began."""
+
+    thread_id: str
+    number: int
+    agent: str
+    goal: str
+    input: Any
+    start_key: str | None
+    state: str
+    reason: str
+    evidence: dict[str, Any]
+    attempts: int
+    last_event: int
+    created_at: datetime
+    ended_at: datetime
+
+    @property
+    def run_id(self) -> str:
+        return run_id_of(self.thread_id, self.number)
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> PastRun:
+        return cls(**{k: row[k] for k in cls.__dataclass_fields__ if k in row})
+
+
+_RUN_IDS = uuid.UUID("5f0c1d7e-8a2b-4c3d-9e4f-0a1b2c3d4e5f")  # the namespace of run ids
+
+
+def run_id_of(thread_id: str, number: int) -> str:
+    """The id of a thread's ``number``-th run: derived, never stored, so the first run of
+    every thread (the only one most threads have) costs no row of its own."""
+    return str(uuid.uuid5(_RUN_IDS, f"{thread_id}/{number}"))
 
 
 def _pid_namespace() -> str:
@@ -177,32 +219,70 @@ class RunRegistry:
         key_namespace: str | None = None,
         reason: str = "created",
         conn: Conn | None = None,
-    ) -> tuple[Run, bool]:
+        next_run: bool = False,
+    ) -> tuple[Run | PastRun, bool]:
         """Create a queued run; return it and whether it is new.
 
-        With a ``start_key`` already used, the existing run comes back instead. With
-        ``conn``, inside the caller's transaction (the run is runnable when it commits).
+        With a ``start_key`` already used, that key's run comes back instead (a
+        :class:`PastRun` when a later run followed it on its thread). With ``next_run``, a
+        thread whose run ended gets a new run, of the same graph; a thread with a run that
+        has not ended gets none (:class:`TransitionNotAllowed`). With ``conn``, inside the
+        caller's transaction (the run is runnable when it commits).
         """
-        created = self.db.execute(
-            "create_run",
-            conn=conn,
-            **self._new_run(
-                thread_id, agent, goal, input, start_key, reason, actor, forked_from, key_namespace
-            ),
+        new = self._new_run(
+            thread_id, agent, goal, input, start_key, reason, actor, forked_from, key_namespace
         )
+        created = self.db.execute("create_run", conn=conn, **new)
+        if not created and next_run:
+            created = self.db.execute("begin_run", conn=conn, **new)
         if created:
             return self._run(created[0]), True
         if start_key is not None:
-            existing = self.db.fetch_one("get_run_by_start_key", start_key=start_key)
-            if existing is not None:
-                return self._run(existing), False
+            used = self.by_start_key(start_key)
+            if used is not None:
+                return used, False
         existing = self.db.fetch_one("get_run", thread_id=thread_id)
         if existing is not None:
-            raise TransitionNotAllowed(
-                f"a run with thread id {thread_id!r} already exists (state {existing['state']}); "
+            raise TransitionNotAllowed(self._taken(self._run(existing), agent, next_run))
+        raise TransitionNotAllowed(f"could not create run {thread_id!r}")  # pragma: no cover
+
+    @staticmethod
+    def _taken(existing: Run, agent: str, next_run: bool) -> str:
+        """Why a thread takes no new run."""
+        thread_id = existing.thread_id
+        if not next_run:
+            return (
+                f"a run with thread id {thread_id!r} already exists (state {existing.state}); "
                 f"choose another --thread-id or see {command('status', thread_id)}"
             )
-        raise TransitionNotAllowed(f"could not create run {thread_id!r}")  # pragma: no cover
+        if existing.agent != agent:
+            return f"thread {thread_id!r} is a thread of {existing.agent}, not of {agent}"
+        if existing.pruned_at is not None:
+            return f"thread {thread_id!r} was pruned; its state is gone (start a new thread)"
+        return (
+            f"thread {thread_id!r} has a run that has not ended (it is {existing.state}); a "
+            f"thread runs one run at a time: wait for it to end or cancel it (see "
+            f"{command('status', thread_id)})"
+        )
+
+    def by_start_key(self, start_key: str) -> Run | PastRun | None:
+        """The run a start key started: a thread's current run, or one that ended before
+        it."""
+        current = self.db.fetch_one("get_run_by_start_key", start_key=start_key)
+        if current is not None:
+            return self._run(current)
+        past = self.db.fetch_one("past_run_by_start_key", start_key=start_key)
+        return self._past(past) if past is not None else None
+
+    def past_runs(self, thread_id: str) -> list[PastRun]:
+        """The runs of a thread that ended before its current run began, in order."""
+        return [self._past(r) for r in self.db.fetch_all("past_runs", thread_id=thread_id)]
+
+    def _past(self, row: dict[str, Any]) -> PastRun:
+        opened = {**row}
+        for name in ("goal", "input", "reason", "evidence"):
+            opened[name] = self.reveal(row.get(name))
+        return PastRun.from_row(opened)
 
     def create_claimed(
         self,
@@ -214,21 +294,24 @@ class RunRegistry:
         owner: str,
         lease_seconds: float,
         start_key: str | None = None,
+        next_run: bool = False,
     ) -> Run | None:
         """Create a run and claim it for ``owner``: one transaction, one round trip (the
         insert and the claim pipelined up to one Sync), for a caller that drives the run at
-        once. ``None`` when the thread id or the start key is taken: nothing is created,
-        and nothing is claimed (the claim takes only a run its own transaction inserted).
-        Its insert wakes no worker (``claiming``): once committed, the run is not runnable."""
+        once. With ``next_run``, a thread whose run ended gets a new one (as ``create``).
+        ``None`` when the thread id or the start key is taken: nothing is created, and
+        nothing is claimed (the claim takes only a run its own transaction inserted). Its
+        insert wakes no worker (``claiming``): once committed, the run is not runnable."""
         new = self._new_run(thread_id, agent, goal, input, start_key, "created", "waystone")
         claim = {"thread_id": thread_id, "owner": owner, "lease_seconds": lease_seconds}
-        _, _, claimed = self.db.batch(
-            [
-                ("claiming", {"thread_id": thread_id}),
-                ("create_run", new),
-                ("claim_created", {**claim, "reason": "claimed"}),
-            ]
-        )
+        statements: list[tuple[str, dict[str, Any]]] = [
+            ("claiming", {"thread_id": thread_id}),
+            ("create_run", new),
+        ]
+        if next_run:
+            statements.append(("begin_run", new))
+        statements.append(("claim_created", {**claim, "reason": "claimed"}))
+        claimed = self.db.batch(statements)[-1]
         return self._run(claimed[0]) if claimed else None
 
     def _new_run(

@@ -11,6 +11,7 @@ from waystone.checkpointing.database import Conn, Database
 from waystone.identifiers import check_identifier
 
 APPROVAL = "approval"  # the signal that carries a person's decision on an approval
+RESUME = "resume"  # the signal that carries the value answering a graph's interrupt()
 
 
 @dataclass(frozen=True)

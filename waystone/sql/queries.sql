@@ -4,14 +4,45 @@
 -- name: create_run
 INSERT INTO waystone.runs (thread_id, agent, goal, input, start_key, reason, evidence, actor,
                           forked_from, key_namespace)
-VALUES (%(thread_id)s, %(agent)s, %(goal)s, %(input)s, %(start_key)s, %(reason)s,
-        %(evidence)s, %(actor)s, %(forked_from)s, %(key_namespace)s)
+SELECT %(thread_id)s, %(agent)s, %(goal)s, %(input)s, %(start_key)s, %(reason)s,
+       %(evidence)s, %(actor)s, %(forked_from)s, %(key_namespace)s
+WHERE NOT EXISTS (SELECT 1 FROM waystone.thread_runs t WHERE t.start_key = %(start_key)s)
 ON CONFLICT DO NOTHING
-RETURNING *;
+RETURNING *, 1 AS run_number;
+
+-- name: begin_run
+-- A new run on a thread whose run ended (done or failed, its checkpoints not pruned), of
+-- the same graph: the ended run is kept in thread_runs (record_transition) and the
+-- thread's row becomes the new run, queued, its lease token still rising. Nothing when
+-- the thread's run has not ended or the start key was used.
+WITH marked AS (
+    SELECT set_config('waystone.next_run', %(thread_id)s, true) AS thread_id
+)
+UPDATE waystone.runs r
+SET state = 'queued', goal = %(goal)s, input = %(input)s, start_key = %(start_key)s,
+    reason = %(reason)s, evidence = %(evidence)s, actor = %(actor)s, attempts = 0,
+    lease_owner = NULL, lease_expires_at = NULL, waiting_for = NULL, wake_at = NULL,
+    wait_id = NULL
+FROM marked m
+WHERE r.thread_id = m.thread_id AND r.state IN ('done', 'failed') AND r.pruned_at IS NULL
+  AND r.agent = %(agent)s
+  AND NOT EXISTS (SELECT 1 FROM waystone.thread_runs t WHERE t.start_key = %(start_key)s)
+RETURNING r.*,
+    -- the runs before the one that ended (it is kept once this statement ends), it, and this
+    2 + (SELECT count(*) FROM waystone.thread_runs t WHERE t.thread_id = r.thread_id)
+        AS run_number;
+
+-- name: past_run_by_start_key
+SELECT * FROM waystone.thread_runs WHERE start_key = %(start_key)s;
+
+-- name: past_runs
+-- The runs of a thread that ended before its current one began, in order.
+SELECT * FROM waystone.thread_runs WHERE thread_id = %(thread_id)s ORDER BY number;
 
 -- name: run_as_shown
--- How get_run and list_runs begin (included in them, never run alone): a run, and who
--- approved the action it waits on while no worker has resumed it yet (approved_by: the
+-- How get_run and list_runs begin (included in them, never run alone): a thread's current
+-- run, its number in the thread, and who approved the action it waits on while no worker
+-- has resumed it yet (approved_by: the
 -- decision recorded for its wait, not consumed; a wait named before waits had ids takes
 -- any). A rejection ends the run as it is recorded, so only an approval is ever found.
 SELECT r.*,
@@ -20,7 +51,9 @@ SELECT r.*,
           AND s.thread_id = r.thread_id AND s.name = 'approval' AND s.consumed_at IS NULL
           AND (r.wait_id IS NULL OR s.dedupe_key = r.wait_id)
         ORDER BY s.id
-        LIMIT 1) AS approved_by
+        LIMIT 1) AS approved_by,
+       1 + (SELECT count(*) FROM waystone.thread_runs t WHERE t.thread_id = r.thread_id)
+           AS run_number
 FROM waystone.runs r
 
 -- name: get_run
@@ -240,7 +273,10 @@ RETURNING r.*, c.prev_state, c.prev_owner,
     -- NULL (unknown: read them) for a takeover
     CASE WHEN c.prev_state = 'queued'
          THEN EXISTS (SELECT 1 FROM checkpoints cp WHERE cp.thread_id = r.thread_id) END
-        AS started;
+        AS started,
+    -- its number in the thread: the runs that ended before it, and itself
+    1 + (SELECT count(*) FROM waystone.thread_runs t WHERE t.thread_id = r.thread_id)
+        AS run_number;
 
 -- name: holds_lease
 -- Whether a run is still running under this lease token (not cancelled, not taken over).

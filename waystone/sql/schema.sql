@@ -80,7 +80,9 @@ CREATE INDEX run_events_thread_idx ON waystone.run_events (thread_id, id);
 
 -- The state machine, enforced by Postgres: a state change that is not in
 -- allowed_transitions is rejected (SQLSTATE WS409), and every accepted one is recorded
--- in run_events with its reason and evidence, in the same transaction.
+-- in run_events with its reason and evidence, in the same transaction. The update that
+-- begins a new run on a thread whose run ended (waystone.next_run, set by begin_run for
+-- that thread) is no transition of the ended run: that run is kept in thread_runs.
 CREATE FUNCTION waystone.check_transition() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'INSERT' THEN
@@ -92,6 +94,12 @@ BEGIN
     END IF;
     IF NEW.lease_token IS DISTINCT FROM OLD.lease_token THEN
         PERFORM set_config('waystone.fenced', '', true);  -- check_fence asks again
+    END IF;
+    IF OLD.state IN ('done', 'failed') AND NEW.state = 'queued'
+       AND current_setting('waystone.next_run', true) = OLD.thread_id THEN
+        NEW.updated_at := clock_timestamp();
+        NEW.created_at := NEW.updated_at;
+        RETURN NEW;
     END IF;
     IF NEW.state IS DISTINCT FROM OLD.state THEN
         IF NOT EXISTS (SELECT 1 FROM waystone.allowed_transitions
@@ -117,6 +125,23 @@ BEGIN
             (thread_id, kind, from_state, to_state, reason, evidence, actor, lease_token)
         VALUES (NEW.thread_id, 'transition', NULL, NEW.state, NEW.reason, NEW.evidence,
                 NEW.actor, NEW.lease_token);
+    ELSIF OLD.state IN ('done', 'failed') AND NEW.state = 'queued'
+          AND current_setting('waystone.next_run', true) = OLD.thread_id THEN
+        PERFORM set_config('waystone.next_run', '', true);  -- one run begins, once
+        INSERT INTO waystone.thread_runs
+            (thread_id, number, agent, goal, input, start_key, state, reason, evidence,
+             attempts, last_event, created_at, ended_at)
+        SELECT OLD.thread_id,
+               1 + (SELECT count(*) FROM waystone.thread_runs t WHERE t.thread_id = OLD.thread_id),
+               OLD.agent, OLD.goal, OLD.input, OLD.start_key, OLD.state, OLD.reason,
+               OLD.evidence, OLD.attempts,
+               (SELECT coalesce(max(e.id), 0) FROM waystone.run_events e
+                WHERE e.thread_id = OLD.thread_id),
+               OLD.created_at, OLD.updated_at;
+        INSERT INTO waystone.run_events
+            (thread_id, kind, from_state, to_state, reason, evidence, actor, lease_token)
+        VALUES (NEW.thread_id, 'transition', NULL, NEW.state, NEW.reason, NEW.evidence,
+                NEW.actor, NEW.lease_token);
     ELSIF NEW.state IS DISTINCT FROM OLD.state THEN
         INSERT INTO waystone.run_events
             (thread_id, kind, from_state, to_state, reason, evidence, actor, lease_token)
@@ -128,6 +153,27 @@ END $$;
 
 CREATE TRIGGER runs_record_transition AFTER INSERT OR UPDATE ON waystone.runs
     FOR EACH ROW EXECUTE FUNCTION waystone.record_transition();
+
+-- A thread holds many runs, one after another: runs has its current one, thread_runs
+-- each one that ended before the next began (a thread with one run has no row here).
+CREATE TABLE waystone.thread_runs (
+    thread_id   text NOT NULL REFERENCES waystone.runs (thread_id) ON DELETE CASCADE,
+    number      integer NOT NULL,        -- 1, 2, ... in the thread; the current run is next
+    agent       text NOT NULL,
+    goal        text NOT NULL,
+    input       jsonb NOT NULL,
+    start_key   text UNIQUE,
+    state       text NOT NULL,           -- how it ended
+    reason      text NOT NULL,
+    evidence    jsonb NOT NULL,
+    attempts    integer NOT NULL,
+    last_event  bigint NOT NULL,         -- its events: the thread's up to this id (from the
+                                         -- previous run's last_event on)
+    created_at  timestamptz NOT NULL,
+    ended_at    timestamptz NOT NULL,
+    PRIMARY KEY (thread_id, number)
+);
+
 
 -- Signals: approvals and external events addressed to a run. A signal is recorded once
 -- (the dedupe key) and consumed once, when the run resumes with it.

@@ -1,0 +1,247 @@
+"""A user's own LangGraph graph run durably: its interrupts, its values, its many runs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests.conftest import Cli
+from tests.support.graphs import GRAPHS, ask_graph, chat_graph, fan_graph, two_questions_graph
+from waystone import Runtime, Settings
+from waystone.errors import BadInput, LeaseLost, TransitionNotAllowed
+
+
+@pytest.fixture
+def rt(database_url: str) -> Iterator[Runtime]:
+    graphs = {"ask": ask_graph(), "two": two_questions_graph, "chat": chat_graph, "fan": fan_graph}
+    with Runtime(Settings(database_url=database_url), graphs=graphs) as runtime:
+        yield runtime
+
+
+def _said(text: str) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+def test_a_graphs_interrupt_is_shown_and_answered_with_resume(rt: Runtime) -> None:
+    waiting = rt.invoke("ask", {"question": "which colour?"})
+    assert (waiting.state, waiting.waiting_for, waiting.step) == ("waiting", "resume", "ask")
+    [pending] = waiting.interrupts
+    assert pending["value"] == {"question": "which colour?"}
+    assert rt.status(waiting.thread_id).interrupts == [pending]
+
+    answered = rt.resume(waiting.thread_id, "blue", by="ana")
+    assert answered.state == "waiting"  # a worker (or run) goes on with it
+    done = rt.run(waiting.thread_id)
+    assert (done.state, done.interrupts) == ("done", [])
+    values = rt.graph("ask").get_state(rt.config(waiting.thread_id)).values
+    assert values == {"question": "which colour?", "answer": "blue", "steps": ["draft", "ask"]}
+    kinds = [e["kind"] for e in rt.history(waiting.thread_id)["events"]]
+    assert "resume" in kinds
+
+
+def test_one_node_asking_twice_waits_again_after_the_first_value(rt: Runtime) -> None:
+    first = rt.invoke("two", {"question": "x"})
+    assert [i["value"] for i in first.interrupts] == ["first?"]
+    rt.resume(first.thread_id, "a")
+    second = rt.run(first.thread_id)
+    assert [i["value"] for i in second.interrupts] == ["second?"]
+    rt.resume(second.thread_id, "b")
+    assert rt.run(first.thread_id).state == "done"
+    assert rt.graph("two").get_state(rt.config(first.thread_id)).values["answer"] == "a+b"
+
+
+def test_several_interrupts_are_answered_by_id(rt: Runtime) -> None:
+    waiting = rt.invoke("fan", {"question": "both"})
+    ids = {i["value"]: i["id"] for i in waiting.interrupts}
+    assert set(ids) == {"left?", "right?"}
+    with pytest.raises(BadInput, match="--interrupt-id"):
+        rt.resume(waiting.thread_id, "no id")
+    with pytest.raises(BadInput, match="no pending interrupt"):
+        rt.resume(waiting.thread_id, "x", interrupt_id="not-one-of-them")
+
+    rt.resume(waiting.thread_id, "L", interrupt_id=ids["left?"])
+    half = rt.run(waiting.thread_id)
+    assert [i["value"] for i in half.interrupts] == ["right?"]
+    rt.resume(waiting.thread_id, "R", interrupt_id=half.interrupts[0]["id"])
+    assert rt.run(waiting.thread_id).state == "done"
+    steps = rt.graph("fan").get_state(rt.config(waiting.thread_id)).values["steps"]
+    assert sorted(steps) == ["left:L", "right:R"]
+
+
+def test_resume_of_a_run_that_waits_for_no_value_is_refused(rt: Runtime) -> None:
+    done = rt.invoke("chat", _said("hi"))
+    with pytest.raises(TransitionNotAllowed, match="waits for no value"):
+        rt.resume(done.thread_id, "late")
+
+
+def test_a_repeated_value_changes_nothing_and_another_is_refused(rt: Runtime) -> None:
+    waiting = rt.invoke("ask", {"question": "q"})
+    rt.resume(waiting.thread_id, "yes")
+    rt.resume(waiting.thread_id, "yes")
+    with pytest.raises(TransitionNotAllowed, match="another value"):
+        rt.resume(waiting.thread_id, "no")
+    assert rt.run(waiting.thread_id).state == "done"
+    assert rt.graph("ask").get_state(rt.config(waiting.thread_id)).values["answer"] == "yes"
+
+
+def test_a_chat_thread_holds_one_run_per_message(rt: Runtime) -> None:
+    first = rt.invoke("chat", _said("one"), thread_id="chat-many")
+    second = rt.invoke("chat", _said("two"), thread_id="chat-many")
+    assert (first.run_number, second.run_number) == (1, 2)
+    assert first.run_id != second.run_id
+    messages = rt.graph("chat").get_state(rt.config("chat-many")).values["messages"]
+    assert [m.content for m in messages] == [
+        "one",
+        "echo one (1 so far)",
+        "two",
+        "echo two (3 so far)",
+    ]
+    runs = rt.history("chat-many")["runs"]
+    assert [(r["run"], r["state"]) for r in runs] == [(1, "done"), (2, "done")]
+
+
+def test_a_start_key_of_an_earlier_run_gives_that_run(rt: Runtime) -> None:
+    first = rt.invoke("chat", _said("one"), thread_id="chat-keys", key="msg-1")
+    rt.invoke("chat", _said("two"), thread_id="chat-keys", key="msg-2")
+    again = rt.invoke("chat", _said("one"), thread_id="chat-keys", key="msg-1")
+    assert (again.run_number, again.run_id, again.state) == (1, first.run_id, "done")
+    assert len(rt.history("chat-keys")["runs"]) == 2
+
+
+def test_a_second_run_while_one_is_active_is_refused_and_changes_nothing(
+    rt: Runtime, sql: psycopg.Connection[Any]
+) -> None:
+    rt.invoke("ask", {"question": "q"}, thread_id="busy-thread")  # waits for its value
+    before = sql.execute(
+        "SELECT r.*, (SELECT count(*) FROM waystone.thread_runs t "
+        "WHERE t.thread_id = r.thread_id) AS past FROM waystone.runs r WHERE thread_id = %s",
+        ("busy-thread",),
+    ).fetchall()
+    with pytest.raises(TransitionNotAllowed, match="one run at a time"):
+        rt.start("ask", {"question": "another"}, thread_id="busy-thread")
+    with pytest.raises(TransitionNotAllowed, match="one run at a time"):
+        rt.invoke("ask", {"question": "another"}, thread_id="busy-thread")
+    after = sql.execute(
+        "SELECT r.*, (SELECT count(*) FROM waystone.thread_runs t "
+        "WHERE t.thread_id = r.thread_id) AS past FROM waystone.runs r WHERE thread_id = %s",
+        ("busy-thread",),
+    ).fetchall()
+    assert after == before
+
+
+def test_a_process_holding_an_earlier_runs_lease_is_fenced_out(rt: Runtime) -> None:
+    rt.invoke("chat", _said("one"), thread_id="chat-fence")
+    first_token = rt.registry.get("chat-fence").lease_token
+    rt.invoke("chat", _said("two"), thread_id="chat-fence")
+    assert rt.registry.get("chat-fence").lease_token > first_token
+    with pytest.raises(LeaseLost):
+        rt.registry.event("chat-fence", "late", "a write of the first run", lease_token=first_token)
+
+
+def test_the_preset_takes_one_run_per_thread(runtime: Runtime) -> None:
+    from tests.conftest import REFUND_INPUT
+
+    started = runtime.start("refund", REFUND_INPUT, thread_id="refund-once")
+    runtime.cancel(started.thread_id, by="ops", reason="test")
+    with pytest.raises(TransitionNotAllowed, match="already exists"):
+        runtime.start("refund", REFUND_INPUT, thread_id="refund-once")
+
+
+def test_a_graph_and_an_agent_cannot_share_a_name(database_url: str) -> None:
+    settings = Settings(database_url=database_url)
+    with Runtime(settings, graphs={"refund": chat_graph}) as runtime, pytest.raises(BadInput) as e:
+        runtime.names()
+    assert "both as an agent and as a graph" in str(e.value)
+
+
+def test_a_graph_that_is_not_one_is_refused_at_start(database_url: str) -> None:
+    settings = Settings(database_url=database_url)
+    with Runtime(settings, graphs={"odd": 42}) as runtime, pytest.raises(BadInput) as refused:
+        runtime.start("odd", {})
+    assert "register a StateGraph" in str(refused.value)
+    with Runtime(settings) as runtime:
+        assert runtime.list() == []
+
+
+@pytest.fixture
+def graph_cli(database_url: str, tmp_path: Any) -> Cli:
+    cli = Cli(database_url, None, tmp_path)
+    cli.env["WAYSTONE_GRAPHS"] = GRAPHS
+    return cli
+
+
+def _json(done: Any) -> Any:
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_three_messages_on_one_thread_from_three_processes(graph_cli: Cli) -> None:
+    for n, text in enumerate(["one", "two", "three"], start=1):
+        started = _json(
+            graph_cli(
+                "start",
+                "--graph",
+                "chat",
+                "--thread-id",
+                "chat-cli",
+                "--json",
+                "--input",
+                json.dumps(_said(text)),
+            )
+        )
+        assert (started["state"], started["run_number"]) == ("queued", n)
+        assert _json(graph_cli("run", "chat-cli", "--json"))["state"] == "done"
+    history = _json(graph_cli("history", "chat-cli", "--json"))
+    assert [(r["run"], r["state"]) for r in history["runs"]] == [
+        (1, "done"),
+        (2, "done"),
+        (3, "done"),
+    ]
+    last = history["checkpoints"][-1]
+    assert last["next"] == []
+
+
+def test_a_start_on_a_busy_thread_exits_4(graph_cli: Cli) -> None:
+    _json(
+        graph_cli(
+            "start",
+            "--graph",
+            "ask",
+            "--thread-id",
+            "ask-busy",
+            "--json",
+            "--input",
+            '{"question": "q"}',
+        )
+    )
+    refused = graph_cli(
+        "start", "--graph", "ask", "--thread-id", "ask-busy", "--input", '{"question": "again"}'
+    )
+    assert refused.returncode == 4, refused.stderr
+    assert "one run at a time" in refused.stderr
+
+
+def test_resume_from_another_process_continues_the_run(graph_cli: Cli) -> None:
+    waiting = _json(graph_cli("start", "--graph", "ask", "--json", "--input", '{"question": "q"}'))
+    thread_id = waiting["thread_id"]
+    waiting = _json(graph_cli("run", thread_id, "--json"))
+    assert [i["value"] for i in waiting["interrupts"]] == [{"question": "q"}]
+    shown = graph_cli("status", thread_id)
+    assert "interrupt" in shown.stdout and "waystone resume" in shown.stdout
+    done = _json(graph_cli("resume", thread_id, "--value", '"green"', "--run", "--json"))
+    assert done["state"] == "done"
+
+
+def test_bad_graph_input_exits_2(graph_cli: Cli) -> None:
+    both = graph_cli("start", "--graph", "ask", "--agent", "refund", "--input", "{}")
+    assert both.returncode == 2 and "one of --agent" in both.stderr
+    unknown = graph_cli("start", "--graph", "nope", "--input", "{}")
+    assert unknown.returncode == 2 and "unknown agent or graph 'nope'" in unknown.stderr
+    broken = graph_cli("start", "--graph", "chat", "--input", "{}", env={"WAYSTONE_GRAPHS": "chat"})
+    assert broken.returncode == 2 and "name=module:attribute" in broken.stderr
+    value = graph_cli("resume", "some-thread", "--value", "{not json")
+    assert value.returncode == 2

@@ -1,0 +1,92 @@
+"""Users' own LangGraph graphs, as the tests register them (``WAYSTONE_GRAPHS`` names them
+by import path for the CLI and workers)."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.messages import AIMessage, AnyMessage
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.types import interrupt
+
+
+class Ticket(TypedDict, total=False):
+    question: str
+    answer: str
+    steps: Annotated[list[str], operator.add]
+
+
+def _draft(state: Ticket) -> dict[str, Any]:
+    return {"steps": ["draft"]}
+
+
+def _ask(state: Ticket) -> dict[str, Any]:
+    answer = interrupt({"question": state["question"]})
+    return {"answer": str(answer), "steps": ["ask"]}
+
+
+def ask_graph() -> StateGraph[Any]:
+    """draft -> ask (an interrupt() a person answers) -> end."""
+    builder: StateGraph[Any] = StateGraph(Ticket)
+    builder.add_node("draft", _draft)
+    builder.add_node("ask", _ask)
+    builder.add_edge(START, "draft")
+    builder.add_edge("draft", "ask")
+    builder.add_edge("ask", END)
+    return builder
+
+
+def _two(state: Ticket) -> dict[str, Any]:
+    first = interrupt("first?")
+    second = interrupt("second?")
+    return {"answer": f"{first}+{second}"}
+
+
+def two_questions_graph() -> StateGraph[Any]:
+    """One node asking two questions in turn."""
+    builder: StateGraph[Any] = StateGraph(Ticket)
+    builder.add_node("two", _two)
+    builder.add_edge(START, "two")
+    builder.add_edge("two", END)
+    return builder
+
+
+def _reply(state: MessagesState) -> dict[str, list[AnyMessage]]:
+    last = state["messages"][-1]
+    return {"messages": [AIMessage(f"echo {last.content} ({len(state['messages'])} so far)")]}
+
+
+def chat_graph() -> StateGraph[Any]:
+    """A MessagesState chat: each run adds the user's message and one reply."""
+    builder: StateGraph[Any] = StateGraph(MessagesState)
+    builder.add_node("reply", _reply)
+    builder.add_edge(START, "reply")
+    builder.add_edge("reply", END)
+    return builder
+
+
+def _left(state: Ticket) -> dict[str, Any]:
+    return {"steps": [f"left:{interrupt('left?')}"]}
+
+
+def _right(state: Ticket) -> dict[str, Any]:
+    return {"steps": [f"right:{interrupt('right?')}"]}
+
+
+def fan_graph() -> StateGraph[Any]:
+    """Two nodes in one step, each waiting on its own interrupt()."""
+    builder: StateGraph[Any] = StateGraph(Ticket)
+    builder.add_node("left", _left)
+    builder.add_node("right", _right)
+    builder.add_edge(START, "left")
+    builder.add_edge(START, "right")
+    builder.add_edge("left", END)
+    builder.add_edge("right", END)
+    return builder
+
+
+GRAPHS = (
+    "ask=tests.support.graphs:ask_graph,chat=tests.support.graphs:chat_graph,"
+    "fan=tests.support.graphs:fan_graph"
+)  # WAYSTONE_GRAPHS for a test's processes

@@ -1,0 +1,73 @@
+"""A user's own LangGraph graphs: which ones a process knows, and how they are compiled.
+
+A graph is registered by name as an uncompiled ``StateGraph``, a no-argument function
+returning one, or an already built graph (a functional-API ``@entrypoint``, a compiled
+graph): Waystone compiles it with its own saver, so every checkpoint it writes is fenced
+by the run's lease. ``WAYSTONE_GRAPHS="support=mypkg.agent:graph,..."`` names graphs for
+the CLI, workers and servers.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from waystone.errors import BadInput
+from waystone.identifiers import check_identifier
+from waystone.imports import import_object
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+    from langgraph.pregel import Pregel
+
+GraphSource = Any  # a StateGraph, a function returning one, or a Pregel (see module doc)
+
+
+def graphs_from_env() -> dict[str, GraphSource]:
+    """The graphs ``WAYSTONE_GRAPHS`` names (``name=module:attribute``, comma-separated)."""
+    return load_graphs(os.environ.get("WAYSTONE_GRAPHS", ""))
+
+
+def load_graphs(text: str) -> dict[str, GraphSource]:
+    found: dict[str, GraphSource] = {}
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        name, sep, ref = part.partition("=")
+        if not sep or not name.strip() or not ref.strip():
+            raise BadInput(
+                f"WAYSTONE_GRAPHS: {part!r} is not name=module:attribute "
+                '(e.g. WAYSTONE_GRAPHS="support=mypkg.agent:graph")'
+            )
+        found[check_identifier("agent name", name.strip())] = import_object(
+            "WAYSTONE_GRAPHS", ref.strip()
+        )
+    return found
+
+
+def compile_graph(
+    name: str, source: GraphSource, saver: BaseCheckpointSaver[Any]
+) -> Pregel[Any, Any, Any, Any]:
+    """``source`` compiled (or copied) with ``saver`` as its checkpointer."""
+    from langgraph.graph import StateGraph
+    from langgraph.pregel import Pregel
+
+    built = source
+    if not isinstance(built, StateGraph | Pregel) and callable(built):
+        built = built()
+    if isinstance(built, StateGraph):
+        return built.compile(checkpointer=saver)
+    if isinstance(built, Pregel):
+        return built.copy(update={"checkpointer": saver})
+    raise BadInput(
+        f"graph {name!r} is a {type(source).__name__}: register a StateGraph (uncompiled), "
+        "a function returning one, or a functional-API @entrypoint"
+    )
+
+
+def check_names(agents: Mapping[str, object], graphs: Mapping[str, object]) -> None:
+    """A name runs one thing: an agent or a graph, never both."""
+    both = sorted(set(agents) & set(graphs))
+    if both:
+        raise BadInput(f"{', '.join(both)}: registered both as an agent and as a graph; rename one")
