@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from waystone.agent import AgentSpec, Check, CheckResult
+    from waystone.checkpointing.saver import WaystoneSaver
     from waystone.config import Settings
     from waystone.effects.tools import RetryPolicy, Tool
     from waystone.errors import (
@@ -33,6 +34,7 @@ _HOMES = {
     "Check": "waystone.agent",
     "CheckResult": "waystone.agent",
     "Settings": "waystone.config",
+    "WaystoneSaver": "waystone.checkpointing.saver",
     "RetryPolicy": "waystone.effects.tools",
     "Tool": "waystone.effects.tools",
     "BadInput": "waystone.errors",
@@ -78,6 +80,7 @@ __all__ = [
     "UnknownOutcome",
     "UnknownThread",
     "WaystoneError",
+    "WaystoneSaver",
 ]
 
 

@@ -38,12 +38,20 @@ def _timeouts_from_env(name: str) -> dict[str, float]:
         raise ValueError(f"{name}: {exc}") from None
 
 
+def _declared(text: str) -> tuple[str, ...]:
+    """``"mypkg.state,langchain_core.agents:AgentAction"`` -> its entries."""
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
 @dataclass(frozen=True)
 class Settings:
     """Where the database is and how to talk to it.
 
     ``database_url`` unset means: start (or reuse) the embedded Postgres under ``home``.
     ``prepare_threshold`` is psycopg's; set it to ``None`` behind PgBouncer in transaction mode.
+    ``allowed_modules``: the classes a checkpoint is read back as, beyond LangGraph's safe
+    types (``module:Class``, or ``module`` for every class it defines; see
+    :mod:`waystone.checkpointing.allowlist`).
     """
 
     database_url: str | None = None
@@ -57,6 +65,7 @@ class Settings:
     tool_settle: dict[str, float] = field(default_factory=dict)
     # what a step may take beyond its longest model or tool wait (the database, the checks)
     step_margin_s: float = 30.0
+    allowed_modules: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -70,6 +79,7 @@ class Settings:
             "tool_timeouts": _timeouts_from_env("WAYSTONE_TOOL_TIMEOUTS"),
             "tool_settle": _timeouts_from_env("WAYSTONE_TOOL_SETTLE"),
             "step_margin_s": float(os.environ.get("WAYSTONE_STEP_MARGIN") or 30.0),
+            "allowed_modules": _declared(os.environ.get("WAYSTONE_ALLOWED_MODULES", "")),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]

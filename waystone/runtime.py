@@ -126,7 +126,9 @@ class Runtime:
     def saver(self) -> WaystoneSaver:
         from waystone.checkpointing.saver import make_saver
 
-        return make_saver(self.db, redact=self.vault.redact, sealer=self.sealer)
+        return make_saver(
+            self.db, self.vault.redact, self.sealer, allowed_modules=self.settings.allowed_modules
+        )
 
     @cached_property
     def ledger(self) -> Ledger:

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import psycopg
 import pytest
+from psycopg.rows import dict_row
 
 from tests.support.notes import claimed
 from waystone import LeaseLost, Runtime, Settings, sql
@@ -94,3 +96,36 @@ def test_a_statement_first_prepared_in_a_failed_save_runs_after_it(
         save(other, [reading(other)], "after")
     finally:
         one.close()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("threshold", [0, 5], ids=["prepared-at-once", "prepared-sixth"])
+def test_a_callers_connection_outlives_a_failed_pipeline(
+    runtime: Runtime, database_url: str, threshold: int
+) -> None:
+    """A connection the caller gave (not a pool's) cannot be replaced: it stays open, and
+    a statement first prepared in the failed pipeline runs after it."""
+    run = claimed(runtime)
+    runtime.cancel(run.thread_id, by="bob", reason="stop")
+    with psycopg.connect(
+        database_url, autocommit=True, row_factory=dict_row, prepare_threshold=threshold
+    ) as conn:
+        one = Database.on(conn)
+        for _ in range(5):
+            assert one.fetch_one("get_run", thread_id=run.thread_id) is not None
+        stale = {
+            "thread_id": run.thread_id,
+            "kind": "note",
+            "reason": "from a stale lease",
+            "evidence": {},
+            "actor": "test",
+            "lease_token": run.lease_token,
+        }
+        with pytest.raises(LeaseLost):
+            one.batch(
+                [("insert_event", stale), ("get_run", {"thread_id": run.thread_id})],
+                fence=run.lease_token,
+            )
+        assert not conn.closed
+        found = one.fetch_one("get_run", thread_id=run.thread_id)
+        assert found is not None and found["state"] == "failed"

@@ -1,10 +1,12 @@
-"""One connection pool to one Postgres: the URL's, or the embedded server's."""
+"""One connection pool to one Postgres: the URL's, the embedded server's, or a caller's
+(a pool, or one connection lent to one user at a time)."""
 
 from __future__ import annotations
 
 import json
 import logging
 import select
+import threading
 import time
 import weakref
 from collections.abc import Iterator
@@ -21,6 +23,7 @@ from waystone import sql
 from waystone.checkpointing import embedded
 from waystone.config import Settings
 from waystone.errors import (
+    BadInput,
     DatabaseUnavailable,
     LeaseLost,
     TransitionNotAllowed,
@@ -50,12 +53,64 @@ def stored(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
+class OneConnection:
+    """A caller's one connection, in place of a pool: lent to one thread at a time (as
+    LangGraph's saver does with one), again to the thread that holds it (a migration's
+    lock and its statements share it). The caller closes it."""
+
+    def __init__(self, conn: Conn) -> None:
+        self.conn = conn
+        self._lock = threading.RLock()
+        _KEPT.add(conn)
+
+    @contextmanager
+    def connection(self, timeout: float | None = None) -> Iterator[Conn]:
+        if not self._lock.acquire(timeout=-1 if timeout is None else timeout):
+            raise PoolTimeout(f"the connection stayed in use for {timeout:g}s")
+        try:
+            yield self.conn
+        finally:
+            self._lock.release()
+
+    def close(self) -> None:
+        """Nothing: the connection is the caller's."""
+
+
+Pool = ConnectionPool[Conn] | OneConnection
+
+
 @dataclass
 class Database:
     """A psycopg pool plus named-query helpers. Connections are autocommit, dict rows."""
 
     url: str
-    pool: ConnectionPool[Conn]
+    pool: Pool
+
+    @classmethod
+    def on(cls, conn: Conn | ConnectionPool[Conn]) -> Database:
+        """A caller's connection or pool, made as LangGraph's saver asks (autocommit, dict
+        rows); it stays the caller's to close."""
+        if isinstance(conn, ConnectionPool):
+            kwargs = conn.kwargs  # or a function that makes them, for each connection
+            if isinstance(kwargs, dict) and (
+                not kwargs.get("autocommit") or kwargs.get("row_factory") is not dict_row
+            ):
+                raise BadInput(
+                    "the pool's connections must be autocommit with dict rows: "
+                    "ConnectionPool(url, kwargs={'autocommit': True, 'row_factory': dict_row})"
+                )
+            url = conn.conninfo if isinstance(conn.conninfo, str) else f"pool {conn.name}"
+            return cls(url=url, pool=conn)
+        if not isinstance(conn, psycopg.Connection):
+            raise BadInput(
+                f"expected a psycopg Connection or ConnectionPool, not {type(conn).__name__}"
+            )
+        if not conn.autocommit or conn.row_factory is not dict_row:
+            raise BadInput(
+                "the connection must be autocommit with dict rows: psycopg.connect(url, "
+                "autocommit=True, row_factory=dict_row)"
+            )
+        return cls(url=conn.info.dsn, pool=OneConnection(conn))
 
     @classmethod
     def open(cls, settings: Settings) -> Database:
@@ -177,17 +232,25 @@ class Database:
 FENCE_SQL = "SELECT set_config('waystone.lease_token', %s, true)"
 
 
+_KEPT: weakref.WeakSet[Conn] = weakref.WeakSet()  # a caller's: never closed here
+
+
 @contextmanager
 def pipelined(conn: Conn) -> Iterator[None]:
     """``conn`` in pipeline mode. A pipeline that fails closes the connection, and the pool
     replaces it: psycopg counts a statement it first prepared in the pipeline as prepared
     even when the pipeline aborted before the server made it, so every later use of that
-    statement on the connection would fail ("prepared statement ... does not exist")."""
+    statement on the connection would fail ("prepared statement ... does not exist"). A
+    caller's own connection is kept instead, and prepares no statement from then on: it
+    then never names one that may not exist."""
     try:
         with conn.pipeline():
             yield
     except BaseException:
-        conn.close()
+        if conn in _KEPT:
+            conn.prepare_threshold = None
+        else:
+            conn.close()
         raise
 
 

@@ -177,7 +177,8 @@ def _migrate_locked(db: Database) -> int:
                 current = version
     from langgraph.checkpoint.postgres import PostgresSaver
 
-    PostgresSaver(db.pool).setup()
+    with db.connection() as conn:  # a pool's, or a caller's one connection
+        PostgresSaver(conn).setup()
     with db.transaction() as conn:
         if (installed := _saver_version()) is not None:
             conn.execute(SET_UP_BY, (installed,))

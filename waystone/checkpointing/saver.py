@@ -36,14 +36,22 @@ wait on each other behind a saver-wide lock.
 
 The async methods run the sync ones in a thread, so notebooks and async servers can use
 the same saver.
+
+Built by hand, it is LangGraph's ``PostgresSaver`` in use: ``from_conn_string(url)``, or a
+psycopg connection or pool, ``serde=``, ``setup()``. Its personal data is redacted through
+the vault the runtime uses (the key in ``WAYSTONE_ENCRYPTION_KEY``, else the one under
+``WAYSTONE_HOME``), and sealed at rest when ``WAYSTONE_ENCRYPTION_KEY`` is set, so a
+runtime on the same database and settings reads what it wrote.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
 
@@ -58,11 +66,14 @@ from langgraph.checkpoint.base import (
     get_serializable_checkpoint_metadata,
 )
 from langgraph.checkpoint.postgres import PostgresSaver
+from langgraph.checkpoint.serde.base import SerializerProtocol, maybe_add_typed_methods
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from psycopg import Cursor
 from psycopg.rows import DictRow, dict_row
+from psycopg_pool import ConnectionPool
 
 from waystone import sql
+from waystone.checkpointing.allowlist import Declared, allowed_classes
 from waystone.checkpointing.at_rest import (
     matching,
     protect,
@@ -70,7 +81,14 @@ from waystone.checkpointing.at_rest import (
     reveal_history,
     split_filter,
 )
-from waystone.checkpointing.database import FENCE_SQL, Database, pipelined, reraise
+from waystone.checkpointing.database import (
+    FENCE_SQL,
+    Conn,
+    Database,
+    OneConnection,
+    pipelined,
+    reraise,
+)
 from waystone.checkpointing.held import (
     LEASE_KEY,
     Answer,
@@ -82,8 +100,12 @@ from waystone.checkpointing.held import (
     until_asked,
 )
 from waystone.checkpointing.in_threads import InThreads
-from waystone.errors import LeaseLost
+from waystone.checkpointing.migrations import migrate
+from waystone.config import Settings
+from waystone.errors import BadInput, LeaseLost
+from waystone.privacy.keys import at_rest_sealer, load_key
 from waystone.privacy.seal import SealedSerializer, Sealer
+from waystone.privacy.vault import Vault
 from waystone.runs.leases import progressed
 
 logger = logging.getLogger(__name__)
@@ -93,7 +115,17 @@ LATEST_KEPT = 4096  # threads whose latest checkpoint id this process remembers
 
 
 class WaystoneSaver(InThreads, PostgresSaver):
-    """``redact`` (the vault's) runs over every checkpoint value, the inline primitives
+    """LangGraph's Postgres saver, fenced, redacting and sealing (see the module).
+
+    ``conn`` is a psycopg connection or ``ConnectionPool``, autocommit with dict rows, as
+    for ``PostgresSaver``; it stays the caller's to close. ``serde`` replaces LangGraph's
+    serializer (the sealing wraps it). Loads make LangGraph's safe types and the classes
+    in ``allowed_modules`` and ``settings.allowed_modules`` (``WAYSTONE_ALLOWED_MODULES``;
+    see :mod:`waystone.checkpointing.allowlist`); any other class named in a blob comes
+    back as its fields. ``settings`` (default: from the environment) says where the vault's
+    key is, as for the runtime.
+
+    The vault's redaction runs over every checkpoint value, the inline primitives
     LangGraph keeps as plain JSONB, the metadata (with the config values LangGraph merges
     into it) and every pending write, before they are written: personal data never
     reaches LangGraph's tables. It keeps every value's type (LangGraph tells a
@@ -102,15 +134,98 @@ class WaystoneSaver(InThreads, PostgresSaver):
 
     def __init__(
         self,
-        db: Database,
-        redact: Callable[[Any], Any] | None = None,
-        sealer: Sealer | None = None,
+        conn: Conn | ConnectionPool[Conn],
+        *,
+        serde: SerializerProtocol | None = None,
+        allowed_modules: Iterable[Declared] = (),
+        settings: Settings | None = None,
     ) -> None:
-        # Loads build only LangGraph's safe types (its strict msgpack allowlist): a run's
-        # state is plain data, and a class named in a blob is never imported or called
-        serde = JsonPlusSerializer(allowed_msgpack_modules=None)
-        super().__init__(db.pool, serde=SealedSerializer(serde, sealer))
-        self._pool = db.pool
+        settings = settings or Settings.from_env()
+        db = Database.on(conn)
+        vault = Vault(db, load_key(settings.home))
+        self._start(
+            db,
+            redact=_KeyChecked(vault),
+            sealer=at_rest_sealer(),
+            serde=serde,
+            allowed_modules=[*settings.allowed_modules, *allowed_modules],
+        )
+        self._vault: Vault | None = vault
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(
+        cls,
+        conn_string: str,
+        *,
+        pipeline: bool = False,
+        serde: SerializerProtocol | None = None,
+        allowed_modules: Iterable[Declared] = (),
+        settings: Settings | None = None,
+    ) -> Iterator[WaystoneSaver]:
+        """A saver on a pool of its own to ``conn_string``, closed on the way out.
+        ``pipeline`` changes nothing: each save is already one pipelined round trip."""
+        del pipeline
+        settings = dataclasses.replace(settings or Settings.from_env(), database_url=conn_string)
+        db = Database.open(settings)
+        try:
+            yield cls(
+                cast(ConnectionPool[Conn], db.pool),
+                serde=serde,
+                allowed_modules=allowed_modules,
+                settings=settings,
+            )
+        finally:
+            db.close()
+
+    def setup(self) -> None:
+        """Create or upgrade LangGraph's tables and Waystone's (its fence included), and
+        check the vault's key against the database's; idempotent."""
+        migrate(self._db)
+        if self._vault is not None:
+            self._vault.check_key()
+
+    @classmethod
+    def _made(
+        cls,
+        db: Database,
+        redact: Callable[[Any], Any] | None,
+        sealer: Sealer | None,
+        allowed_modules: Iterable[Declared] = (),
+    ) -> WaystoneSaver:
+        saver = cls.__new__(cls)
+        saver._start(db, redact, sealer, allowed_modules=allowed_modules)
+        saver._vault = None
+        return saver
+
+    def _start(
+        self,
+        db: Database,
+        redact: Callable[[Any], Any] | None,
+        sealer: Sealer | None,
+        *,
+        serde: SerializerProtocol | None = None,
+        allowed_modules: Iterable[Declared] = (),
+    ) -> None:
+        # By default loads build only LangGraph's safe types (its strict msgpack
+        # allowlist), and the classes declared: a run's state is plain data, and a class
+        # named in a blob is never imported or called unless someone allowed it
+        inner = serde or JsonPlusSerializer(allowed_msgpack_modules=None)
+        extra = allowed_classes(allowed_modules)
+        if extra:
+            if not isinstance(inner, JsonPlusSerializer):
+                raise BadInput(
+                    "allowed_modules widen JsonPlusSerializer's allowlist; a serde of "
+                    f"another kind ({type(inner).__name__}) decides what it loads itself"
+                )
+            inner = inner.with_msgpack_allowlist(extra)
+        pool = db.pool
+        super().__init__(
+            pool.conn if isinstance(pool, OneConnection) else pool,
+            serde=SealedSerializer(maybe_add_typed_methods(inner), sealer),
+        )
+        self._db = db
+        self._pool = pool
         self._fence = threading.local()
         self._redact = redact
         self._sealer = sealer
@@ -126,6 +241,19 @@ class WaystoneSaver(InThreads, PostgresSaver):
         self._fresh: set[str] = set()  # new runs whose input saves may wait (see `empty`)
         self._finishers: dict[tuple[str, int], Finisher] = {}  # (thread, lease): `finishing`
         self._finished: set[tuple[str, int]] = set()
+
+    def with_allowlist(self, extra_allowlist: Collection[tuple[str, ...]]) -> WaystoneSaver:
+        """The same saver (its pool, and what it holds for the next save) loading the
+        classes of ``extra_allowlist`` too: LangGraph's strict mode asks it for a graph's
+        state types when it compiles the graph."""
+        serde = self.serde
+        assert isinstance(serde, SealedSerializer)
+        widened = serde.with_msgpack_allowlist(extra_allowlist)
+        if widened is serde:
+            return self
+        clone = copy.copy(self)
+        clone.serde = widened
+        return clone
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         configurable = config.get("configurable") or {}
@@ -481,9 +609,27 @@ def _where(config: RunnableConfig) -> tuple[str, str]:
     return str(configurable["thread_id"]), str(configurable.get("checkpoint_ns", ""))
 
 
+class _KeyChecked:
+    """The vault's redaction, once the vault's key is checked against the database's: a
+    saver made before ``setup()`` checks it at its first write."""
+
+    def __init__(self, vault: Vault) -> None:
+        self._vault = vault
+        self._checked = False
+
+    def __call__(self, value: Any) -> Any:
+        if not self._checked:
+            self._vault.check_key()
+            self._checked = True
+        return self._vault.redact(value)
+
+
 def make_saver(
-    db: Database, redact: Callable[[Any], Any] | None = None, sealer: Sealer | None = None
+    db: Database,
+    redact: Callable[[Any], Any] | None = None,
+    sealer: Sealer | None = None,
+    allowed_modules: Iterable[Declared] = (),
 ) -> WaystoneSaver:
     """LangGraph's Postgres saver on Waystone's pool: fenced by lease token, redacting
     personal data, and sealing everything at rest when a key is set."""
-    return WaystoneSaver(db, redact, sealer)
+    return WaystoneSaver._made(db, redact, sealer, allowed_modules)

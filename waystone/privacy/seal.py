@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import secrets
+from collections.abc import Iterable
 from typing import Any
 
 from cryptography.exceptions import InvalidTag
@@ -104,3 +105,15 @@ class SealedSerializer(SerializerProtocol):
                 )
             return self.inner.loads_typed((kind[len(TYPE) :], self.sealer.open_bytes(blob)))
         return self.inner.loads_typed(data)
+
+    def with_msgpack_allowlist(
+        self, extra_allowlist: Iterable[tuple[str, ...] | type]
+    ) -> SealedSerializer:
+        """The same, loading the classes of ``extra_allowlist`` too (LangGraph widens a
+        checkpointer's allowlist by a graph's state types, in its strict mode)."""
+        from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+        if not isinstance(self.inner, JsonPlusSerializer):
+            return self  # another serializer decides what it loads
+        inner = self.inner.with_msgpack_allowlist(extra_allowlist)
+        return self if inner is self.inner else SealedSerializer(inner, self.sealer)
