@@ -42,7 +42,12 @@ def section(title: str) -> str:
 
 
 def tour() -> list[Line]:
-    block = re.search(r"```console\n(.*?)```", section("A 30-second tour"), re.DOTALL)
+    return console("A 30-second tour")
+
+
+def console(title: str) -> list[Line]:
+    """The lines of the first console block under a heading, each with what it shows."""
+    block = re.search(r"```console\n(.*?)```", section(title), re.DOTALL)
     assert block is not None
     lines: list[Line] = []
     for text in block.group(1).splitlines():
@@ -142,6 +147,23 @@ def test_the_readme_tour_typed_in_a_new_directory_ends_done(
             proc.stdout.close()
 
 
+def test_the_readme_graph_commands_run_as_written(
+    new_directory: tuple[Path, dict[str, str]],
+) -> None:
+    cwd, env = new_directory
+    for line in console("Bring your LangGraph graph"):
+        words = shlex.split(line.command, comments=True)
+        if words[0] == "export":
+            name, _, value = words[1].partition("=")
+            env[name] = value
+            continue
+        done = subprocess.run(argv(words), cwd=cwd, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, (line.command, done.stdout, done.stderr)
+        printed = done.stdout.splitlines()
+        missing = [s for s in line.shown if s not in printed]
+        assert not missing, (line.command, missing, done.stdout)
+
+
 @pytest.mark.parametrize(
     "code", [code for _, code in python_blocks()], ids=[h for h, _ in python_blocks()]
 )
@@ -158,4 +180,8 @@ def test_a_readme_python_block_runs(
 
 def test_the_python_blocks_are_found() -> None:
     headings = [h for h, _ in python_blocks()]
-    assert {"From Python and notebooks", "Plug in a model and a tool"} <= set(headings)
+    assert {
+        "Bring your LangGraph graph",
+        "From Python and notebooks",
+        "Plug in a model and a tool",
+    } <= set(headings)
