@@ -13,11 +13,14 @@ if TYPE_CHECKING:
     from waystone.agent import AgentSpec, Check, CheckResult
     from waystone.checkpointing.saver import WaystoneSaver
     from waystone.config import Settings
+    from waystone.effects.inline import effect
+    from waystone.effects.lc_tools import durable_tool
     from waystone.effects.tools import RetryPolicy, Tool
     from waystone.errors import (
         BadInput,
         DatabaseUnavailable,
         LeaseLost,
+        NeedsHuman,
         PermanentError,
         TransientError,
         TransitionNotAllowed,
@@ -35,11 +38,14 @@ _HOMES = {
     "CheckResult": "waystone.agent",
     "Settings": "waystone.config",
     "WaystoneSaver": "waystone.checkpointing.saver",
+    "effect": "waystone.effects.inline",
+    "durable_tool": "waystone.effects.lc_tools",
     "RetryPolicy": "waystone.effects.tools",
     "Tool": "waystone.effects.tools",
     "BadInput": "waystone.errors",
     "DatabaseUnavailable": "waystone.errors",
     "LeaseLost": "waystone.errors",
+    "NeedsHuman": "waystone.errors",
     "PermanentError": "waystone.errors",
     "TransientError": "waystone.errors",
     "TransitionNotAllowed": "waystone.errors",
@@ -64,6 +70,7 @@ __all__ = [
     "CheckResult",
     "DatabaseUnavailable",
     "LeaseLost",
+    "NeedsHuman",
     "PermanentError",
     "PolicyDecision",
     "Proposal",
@@ -81,6 +88,8 @@ __all__ = [
     "UnknownThread",
     "WaystoneError",
     "WaystoneSaver",
+    "durable_tool",
+    "effect",
 ]
 
 

@@ -94,5 +94,16 @@ class UnknownOutcome(WaystoneError):
 
 
 class NeedsHuman(WaystoneError):
-    """Only a person can tell how to go on (an effect whose outcome cannot be known): a
-    node that raises it ends its run ``needs-human`` with this reason."""
+    """Only a person can tell how to go on (an effect whose outcome cannot be known: it
+    may have happened, and the provider can neither deduplicate it nor be asked): a node
+    that raises it ends its run ``needs-human`` with this reason, requeued once someone
+    has looked."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class NotDurable(WaystoneError):
+    """A Waystone effect was called outside a run Waystone drives, where no ledger can
+    make it exactly-once."""

@@ -1,8 +1,10 @@
 """Deterministic identities for actions: idempotency keys and action digests.
 
-A key is a pure function of ``(thread_id, ordinal, tool, canonical args)``: the same action
-of the same run always gets the same key, in any process, so a retry after a crash is
-recognised by the provider and by the ledger. Never a random id per attempt.
+A key is a pure function of ``(thread_id, ordinal, tool, canonical args)`` for the agent
+preset's actions, and of ``(key namespace, task, call, tool, canonical args)`` for an
+effect made inside a node of any graph: the same action of the same run always gets the
+same key, in any process, so a retry after a crash is recognised by the provider and by
+the ledger. Never a random id per attempt, never a clock.
 """
 
 from __future__ import annotations
@@ -35,4 +37,13 @@ def action_digest(tool: str, args: dict[str, Any]) -> str:
 def idempotency_key(thread_id: str, ordinal: int, tool: str, args: dict[str, Any]) -> str:
     """The key an effect carries to the provider and in the ledger."""
     text = canonical_json([thread_id, ordinal, tool, args])
+    return f"ws-{tool}-{hashlib.sha256(text.encode()).hexdigest()[:40]}"
+
+
+def effect_key(namespace: str, task: str, call: str, tool: str, args: dict[str, Any]) -> str:
+    """The key of an effect made inside a node of any graph: ``namespace`` is the thread
+    keys derive from (a fork's root), ``task`` the task's identity (its checkpoint
+    namespace), ``call`` which call of the task it is (a tool call's id, or the count of
+    identical calls before it). Equal inputs give the same key in any process."""
+    text = canonical_json(["effect", namespace, task, call, tool, args])
     return f"ws-{tool}-{hashlib.sha256(text.encode()).hexdigest()[:40]}"

@@ -9,10 +9,11 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from waystone.agent import AgentSpec
+from waystone.effects.context import EffectContext
 from waystone.effects.ledger import Ledger
 from waystone.effects.runner import EffectRunner
 from waystone.effects.tools import RetryPolicy, Tool
-from waystone.runs.leases import lease_ends, lease_ok, progressed
+from waystone.runs.leases import progressed
 from waystone.runs.registry import RunRegistry
 
 
@@ -68,21 +69,8 @@ class RunScope:
         self.ports.registry.event(self.thread_id, kind, reason, evidence, lease_token=self.fence)
 
     def runner(self) -> EffectRunner:
-        def event(kind: str, reason: str, evidence: dict[str, Any]) -> None:
-            self.event(kind, reason, evidence)
-
-        return EffectRunner(
-            ledger=self.ports.ledger,
-            event=event,
-            fence=self.fence,
-            reveal=self.ports.reveal,
-            lease_ok=lambda: lease_ok(self.thread_id, self.fence),
-            lease_ends=lambda: lease_ends(self.thread_id, self.fence),
-            still_held=lambda: (
-                self.fence is None or self.ports.registry.holds(self.thread_id, self.fence)
-            ),
-            progressed=lambda: progressed(self.thread_id, self.fence),
-        )
+        context = EffectContext(self.ports.ledger, self.ports.registry, reveal=self.ports.reveal)
+        return context.runner(self.thread_id, self.fence)
 
 
 def lease_of(config: RunnableConfig) -> int | None:
