@@ -16,14 +16,14 @@ from langchain_core.tools import InjectedToolArg, tool
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import ToolNode, create_react_agent
-from langgraph.types import Command, Send, interrupt
+from langgraph.types import Command, RetryPolicy, Send, interrupt
 
 import waystone
 from tests.support.chat_models import ConversationModel
 from waystone.effects import deadline
 from waystone.effects.context import CONTEXT_KEY, EffectContext, without_ledger
 from waystone.effects.http import request
-from waystone.errors import NeedsHuman, NotDurable
+from waystone.errors import NeedsHuman, NotDurable, PermanentError
 from waystone.examples.provider import ProviderProcess
 from waystone.runs.driver import graph_config
 from waystone.runtime import Runtime
@@ -166,6 +166,53 @@ def test_two_calls_in_a_node_get_two_keys_and_a_reexecution_the_same(
     assert drive.keys() == keys  # the re-executed node made the same three calls
     assert sorted(n["client_ref"] for n in notes(provider)) == sorted(keys)
     assert [r["id"] for r in state["receipts"]] == [n["id"] for n in notes(provider)]
+
+
+def one_node(node: Any, **options: Any) -> StateGraph[Notified]:
+    builder: StateGraph[Notified] = StateGraph(Notified)
+    builder.add_node("announce", node, **options)
+    builder.add_edge(START, "announce")
+    builder.add_edge("announce", END)
+    return builder
+
+
+def test_a_node_retried_by_langgraph_makes_its_effect_once(
+    runtime: Runtime, provider: ProviderProcess
+) -> None:
+    notify = note_effect(provider.url)
+    fails = ["once"]
+
+    def announce(state: Notified) -> dict[str, Any]:
+        receipt = notify(to=state["to"], body="hello")
+        if fails:
+            fails.pop()
+            raise RuntimeError("flaky after the effect")
+        return {"receipts": [receipt]}
+
+    retry = RetryPolicy(max_attempts=2, initial_interval=0.01, retry_on=RuntimeError)
+    graph = one_node(announce, retry_policy=retry).compile(checkpointer=runtime.saver)
+    drive = Drive(runtime, "retried-1")
+    state = drive.invoke(graph, {"to": "ana@example.com"})
+
+    assert [n["client_ref"] for n in notes(provider)] == drive.keys()  # one
+    assert state["receipts"][0]["id"] == notes(provider)[0]["id"]
+
+
+def test_an_effect_the_provider_refuses_raises_permanent_error(
+    runtime: Runtime, provider: ProviderProcess
+) -> None:
+    notify = note_effect(provider.url)
+    provider.inject("notifications", "permanent")
+
+    def announce(state: Notified) -> dict[str, Any]:
+        return {"receipts": [notify(to=state["to"], body="hello")]}
+
+    graph = one_node(announce).compile(checkpointer=runtime.saver)
+    drive = Drive(runtime, "refused-1")
+    with pytest.raises(PermanentError, match="HTTP 422"):
+        drive.invoke(graph, {"to": "ana@example.com"})
+    (effect,) = runtime.ledger.for_thread("refused-1")
+    assert effect.status == "failed" and notes(provider) == []
 
 
 class Fanned(TypedDict, total=False):
