@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
     from waystone.agent import AgentSpec
     from waystone.checkpointing.saver import WaystoneSaver
+    from waystone.effects.context import EffectContext
     from waystone.effects.ledger import Ledger
 
 logger = logging.getLogger(__name__)
@@ -380,7 +381,7 @@ class Runtime:
                     recursion_limit=self._recursion_limit(claimed.agent) if preset else None,
                     control=control,
                     preset=preset,
-                    context=self.effects_context,
+                    context=None if preset else self.effects_context,
                 )
             except GraphDrained:
                 # intents ridden with authorize's checkpoint, never called: no attempt
@@ -431,10 +432,15 @@ class Runtime:
         return spec.max_steps * (8 + correction_budget(spec.proposer)) + 20
 
     @cached_property
-    def effects_context(self) -> Any:
-        """What the effects a node makes reach the ledger through (see
-        :mod:`waystone.effects.context`)."""
-        return None
+    def effects_context(self) -> EffectContext:
+        """What the effects a user's node makes reach the ledger through (see
+        :mod:`waystone.effects.context`): keys derive from arguments as the saver redacts
+        them, and the provider gets the real values."""
+        from waystone.effects.context import EffectContext
+
+        return EffectContext(
+            self.ledger, self.registry, reveal=self.vault.reveal, redact=self.vault.redact
+        )
 
     def fork(
         self,
