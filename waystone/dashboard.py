@@ -10,7 +10,9 @@ transaction, so every view agrees on "now") as a JSON-serialisable dict:
 * ``pending_approvals``: runs waiting for a person's decision, longest waiting first (an
   approved run waits for a worker: it is among the active runs, shown as approved);
 * ``pending_signals`` / ``undelivered_signals``: runs waiting for a named signal, and
-  signals recorded but not consumed yet.
+  signals recorded but not consumed yet;
+* ``pending_interrupts``: runs of a user's graph waiting on its ``interrupt()`` calls (what
+  ``waystone resume`` answers), with their values.
 
 :func:`render` prints the same picture as rich tables.
 
@@ -29,6 +31,7 @@ Parallel tasks of one step share that step's wall time.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any, Final
 
@@ -180,6 +183,20 @@ SELECT thread_id, agent, waiting_for, wake_at,
        extract(epoch FROM now() - updated_at)::float8 AS waiting_s
 FROM waystone.runs
 WHERE state = 'waiting' AND waiting_for IS DISTINCT FROM 'approval'
+  AND waiting_for IS DISTINCT FROM 'resume'
+ORDER BY updated_at, thread_id
+LIMIT %(limit)s
+"""
+
+# Runs of a user's graph waiting on its interrupt() calls: what `waystone resume` answers
+# (their values are not shown when encryption seals the run's evidence).
+PENDING_INTERRUPTS_SQL: Final = """
+SELECT thread_id, agent,
+       extract(epoch FROM now() - updated_at)::float8 AS waiting_s,
+       CASE WHEN jsonb_typeof(evidence -> 'interrupts') = 'array'
+            THEN evidence -> 'interrupts' END AS interrupts
+FROM waystone.runs
+WHERE state = 'waiting' AND waiting_for = 'resume'
 ORDER BY updated_at, thread_id
 LIMIT %(limit)s
 """
@@ -210,6 +227,7 @@ def snapshot(db: Database, *, limit: int = 10) -> dict[str, Any]:
             "step_times": _step_times(conn),
             "pending_approvals": _pending_approvals(conn, limit),
             "pending_signals": _pending_signals(conn, limit),
+            "pending_interrupts": _pending_interrupts(conn, limit),
             "undelivered_signals": _undelivered_signals(conn, limit),
         }
 
@@ -303,6 +321,18 @@ def _pending_signals(conn: Conn, limit: int) -> list[dict[str, Any]]:
     ]
 
 
+def _pending_interrupts(conn: Conn, limit: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "thread_id": r["thread_id"],
+            "agent": r["agent"],
+            "waiting_s": _seconds(r["waiting_s"]),
+            "interrupts": r["interrupts"],  # each {"id", "value"}; None when sealed
+        }
+        for r in _fetch(conn, PENDING_INTERRUPTS_SQL, {"limit": limit})
+    ]
+
+
 def _undelivered_signals(conn: Conn, limit: int) -> list[dict[str, Any]]:
     return [
         {"thread_id": r["thread_id"], "name": r["name"], "age_s": _seconds(r["age_s"])}
@@ -311,6 +341,13 @@ def _undelivered_signals(conn: Conn, limit: int) -> list[dict[str, Any]]:
 
 
 # -- Rendering ---------------------------------------------------------------------------
+
+
+def shown_interrupts(row: dict[str, Any]) -> str:
+    """A run's pending interrupts in a line: each value, as JSON (sealed: not shown)."""
+    if row["interrupts"] is None:
+        return "(sealed)"
+    return "; ".join(json.dumps(i.get("value"), default=str) for i in row["interrupts"])
 
 
 def render(data: dict[str, Any], console: Console) -> None:
@@ -360,11 +397,18 @@ def render(data: dict[str, Any], console: Console) -> None:
             )
         )
 
+    interrupts = _table("Runs waiting on interrupts", "thread", "graph", "waiting", "values")
+    for r in data.get("pending_interrupts", []):
+        interrupts.add_row(
+            *_cells(r["thread_id"], r["agent"], duration(r["waiting_s"]), shown_interrupts(r))
+        )
+
     undelivered = _table("Undelivered signals", "thread", "signal", "age")
     for r in data["undelivered_signals"]:
         undelivered.add_row(*_cells(r["thread_id"], r["name"], duration(r["age_s"])))
 
-    for table in (counts, active, retries, times, approvals, signals, undelivered):
+    views = (counts, active, retries, times, approvals, signals, interrupts, undelivered)
+    for table in views:
         if not table.row_count:
             table.caption = "none"
         console.print(table)

@@ -14,7 +14,7 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import quote
 
-from waystone.dashboard import duration
+from waystone.dashboard import duration, shown_interrupts
 from waystone.status import RunStatus
 from waystone.web_security import CSRF_FIELD
 
@@ -210,6 +210,20 @@ def activity_sections(data: Mapping[str, Any]) -> str:
             for r in data["pending_signals"]
         ],
     )
+    interrupts = _table(
+        "pending-interrupts",
+        "Runs waiting on interrupts",
+        ("thread", "graph", "waiting", "values"),
+        [
+            [
+                _link(r["thread_id"]),
+                esc(r["agent"]),
+                esc(duration(r["waiting_s"])),
+                f"<code>{esc(shown_interrupts(r))}</code>",
+            ]
+            for r in data.get("pending_interrupts", [])
+        ],
+    )
     undelivered = _table(
         "undelivered-signals",
         "Undelivered signals",
@@ -219,4 +233,4 @@ def activity_sections(data: Mapping[str, Any]) -> str:
             for r in data["undelivered_signals"]
         ],
     )
-    return active + retries + times + signals + undelivered
+    return active + retries + times + signals + interrupts + undelivered

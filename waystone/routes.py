@@ -4,6 +4,7 @@ dashboard's pages and forms (see :mod:`waystone.server` for what each needs)."""
 from __future__ import annotations
 
 import hmac
+import json
 import logging
 
 from waystone.approval import edited_args
@@ -179,6 +180,17 @@ def run_page(h: Handler, req: Request) -> Response:
         parts.append(f"<p>waiting for: <code>{esc(status.waiting_for)}</code></p>")
     if status.pending_approval is not None:
         parts.append(approval_forms(shown(h, status), csrf))
+    if status.interrupts:
+        parts.append('<h2>Pending interrupts</h2><table id="interrupts"><tbody>')
+        parts.extend(
+            f"<tr><td><code>{esc(i['id'])}</code></td>"
+            f"<td><code>{esc(json.dumps(i['value'], default=str))}</code></td></tr>"
+            for i in status.interrupts
+        )
+        parts.append(
+            "</tbody></table><p>answer one with <code>waystone resume "
+            f"{esc(thread_id)} --value JSON --interrupt-id ID</code></p>"
+        )
     parts.append(
         '<h2>Events</h2><table id="events"><thead><tr><th>#</th><th>at</th><th>kind</th>'
         "<th>what</th><th>actor</th></tr></thead><tbody>"

@@ -20,7 +20,7 @@ import psycopg
 import pytest
 
 from tests.conftest import REFUND_INPUT, ROOT
-from waystone import Runtime
+from waystone import Runtime, Settings
 from waystone.examples.provider import ProviderProcess
 from waystone.server import SESSION_COOKIE, make_server
 from waystone.web_security import session_cookie
@@ -562,3 +562,21 @@ def test_the_dashboard_page_shows_retries_step_times_and_signals_as_the_cli_dash
     assert done not in active
     for state, n in data["counts_by_state"].items():
         assert f'data-state="{state}"><b>{n}</b>' in page, state
+
+
+def test_a_graphs_pending_interrupts_are_on_its_page_and_the_dashboard(database_url: str) -> None:
+    from tests.support.graphs import ask_graph
+
+    with Runtime(Settings(database_url=database_url), graphs={"ask": ask_graph()}) as rt:
+        waiting = rt.invoke("ask", {"question": "<b>which</b> colour?"})
+        served = Served(rt, TOKEN)
+        try:
+            page = served.request("GET", f"/runs/{waiting.thread_id}", token=TOKEN)
+            board = served.request("GET", "/", token=TOKEN)
+        finally:
+            served.close()
+    assert page.status == 200
+    shown = _section(page.body.decode(), "interrupts")
+    assert waiting.interrupts[0]["id"] in shown
+    assert "&lt;b&gt;which&lt;/b&gt; colour?" in shown and "<b>" not in shown
+    assert waiting.thread_id in _section(board.body.decode(), "pending-interrupts")

@@ -43,6 +43,19 @@ def test_a_graphs_interrupt_is_shown_and_answered_with_resume(rt: Runtime) -> No
     assert "resume" in kinds
 
 
+def test_the_dashboard_lists_a_graphs_pending_interrupts(rt: Runtime) -> None:
+    from waystone.dashboard import snapshot
+
+    waiting = rt.invoke("ask", {"question": "which colour?"})
+    data = snapshot(rt.db)
+    [row] = data["pending_interrupts"]
+    assert (row["thread_id"], row["agent"]) == (waiting.thread_id, "ask")
+    assert row["interrupts"] == waiting.interrupts
+    assert data["pending_signals"] == []
+    assert [s.thread_id for s in rt.list(state="waiting")] == [waiting.thread_id]
+    assert rt.list(state="waiting")[0].interrupts == waiting.interrupts
+
+
 def test_one_node_asking_twice_waits_again_after_the_first_value(rt: Runtime) -> None:
     first = rt.invoke("two", {"question": "x"})
     assert [i["value"] for i in first.interrupts] == ["first?"]

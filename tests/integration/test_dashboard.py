@@ -180,6 +180,7 @@ def test_render_shows_reasons_as_text_not_markup() -> None:
         "step_times": [{"node": "propose", "n": 0, "mean_ms": None, "p95_ms": None}],
         "pending_approvals": [],
         "pending_signals": [],
+        "pending_interrupts": [],
         "undelivered_signals": [],
     }
     out = io.StringIO()
