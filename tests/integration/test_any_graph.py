@@ -10,14 +10,27 @@ import psycopg
 import pytest
 
 from tests.conftest import Cli
-from tests.support.graphs import GRAPHS, ask_graph, chat_graph, fan_graph, two_questions_graph
+from tests.support.graphs import (
+    GRAPHS,
+    ask_graph,
+    chat_graph,
+    fan_graph,
+    functional_workflow,
+    two_questions_graph,
+)
 from waystone import Runtime, Settings
 from waystone.errors import BadInput, LeaseLost, TransitionNotAllowed
 
 
 @pytest.fixture
 def rt(database_url: str) -> Iterator[Runtime]:
-    graphs = {"ask": ask_graph(), "two": two_questions_graph, "chat": chat_graph, "fan": fan_graph}
+    graphs = {
+        "ask": ask_graph(),
+        "two": two_questions_graph,
+        "chat": chat_graph,
+        "fan": fan_graph,
+        "flow": functional_workflow(),
+    }
     with Runtime(Settings(database_url=database_url), graphs=graphs) as runtime:
         yield runtime
 
@@ -54,6 +67,16 @@ def test_the_dashboard_lists_a_graphs_pending_interrupts(rt: Runtime) -> None:
     assert data["pending_signals"] == []
     assert [s.thread_id for s in rt.list(state="waiting")] == [waiting.thread_id]
     assert rt.list(state="waiting")[0].interrupts == waiting.interrupts
+
+
+def test_a_functional_api_workflow_runs_durably(rt: Runtime) -> None:
+    waiting = rt.invoke("flow", "hello")
+    assert [i["value"] for i in waiting.interrupts] == [{"approve": "HELLO"}]
+    rt.resume(waiting.thread_id, "ok")
+    done = rt.run(waiting.thread_id)
+    assert done.state == "done"
+    values = rt.graph("flow").get_state(rt.config(waiting.thread_id)).values
+    assert values == {"loud": "HELLO", "answer": "ok"}
 
 
 def test_one_node_asking_twice_waits_again_after_the_first_value(rt: Runtime) -> None:

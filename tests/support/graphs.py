@@ -90,3 +90,20 @@ GRAPHS = (
     "ask=tests.support.graphs:ask_graph,chat=tests.support.graphs:chat_graph,"
     "fan=tests.support.graphs:fan_graph"
 )  # WAYSTONE_GRAPHS for a test's processes
+
+
+def functional_workflow() -> Any:
+    """A functional-API graph: two tasks, then an interrupt() between them."""
+    from langgraph.func import entrypoint, task
+
+    @task
+    def shout(text: str) -> str:
+        return text.upper()
+
+    @entrypoint()
+    def workflow(question: str) -> dict[str, str]:
+        loud = shout(question).result()
+        answer = interrupt({"approve": loud})
+        return {"loud": loud, "answer": str(answer)}
+
+    return workflow

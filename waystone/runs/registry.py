@@ -15,6 +15,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from psycopg.types.json import Jsonb
+
 from waystone import sql
 from waystone.checkpointing.database import Conn, Database, jsonify, stored
 from waystone.errors import LeaseLost, TransitionNotAllowed, UnknownThread
@@ -330,7 +332,7 @@ class RunRegistry:
             "thread_id": thread_id,
             "agent": agent,
             "goal": self.redact(goal),
-            "input": self.redact(input),
+            "input": Jsonb(self.redact(input)),  # a graph's may be any JSON value
             "start_key": start_key,
             "reason": reason,
             "evidence": {"agent": agent, **({"forked_from": forked_from} if forked_from else {})},
