@@ -140,6 +140,20 @@ def test_a_chat_thread_holds_one_run_per_message(rt: Runtime) -> None:
     assert [(r["run"], r["state"]) for r in runs] == [(1, "done"), (2, "done")]
 
 
+def test_a_fork_of_a_chat_thread_goes_on_with_its_own_runs(rt: Runtime) -> None:
+    rt.invoke("chat", _said("one"), thread_id="chat-origin")
+    rt.invoke("chat", _said("two"), thread_id="chat-origin")
+    forked = rt.fork("chat-origin", new_thread_id="chat-fork")
+    assert rt.run(forked.thread_id).state == "done"  # the copied state: nothing left to do
+    rt.invoke("chat", _said("three"), thread_id="chat-fork")
+    contents = [
+        m.content for m in rt.graph("chat").get_state(rt.config("chat-fork")).values["messages"]
+    ]
+    assert contents[-2:] == ["three", "echo three (5 so far)"]
+    origin = rt.graph("chat").get_state(rt.config("chat-origin")).values["messages"]
+    assert len(origin) == 4
+
+
 def test_a_start_key_of_an_earlier_run_gives_that_run(rt: Runtime) -> None:
     first = rt.invoke("chat", _said("one"), thread_id="chat-keys", key="msg-1")
     rt.invoke("chat", _said("two"), thread_id="chat-keys", key="msg-2")

@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # the runtime imports this module for every command; most dri
 logger = logging.getLogger(__name__)
 
 ENDED = {"state": "done", "reason": "the graph ended"}  # a user's graph, once it stops
-RUN_KEY = "waystone_run"  # the configurable value naming the run of its thread
+RUN_KEY = "waystone_run"  # the configurable value naming the run (its id) of its thread
 INTERRUPT = "__interrupt__"  # where invoke's output lists the interrupts it stopped on
 
 
@@ -117,7 +117,7 @@ def drive(
         config["configurable"]["__waystone__"] = context
     number = run.run_number or 1
     if not preset:  # kept in each checkpoint's metadata: which run of the thread wrote it
-        config["configurable"][RUN_KEY] = number
+        config["configurable"][RUN_KEY] = run.run_id
     first = initial_state(run.goal, run.input) if preset else run.input
     payload: Any = None
     snapshot: StateSnapshot | Reached | None = None
@@ -127,7 +127,7 @@ def drive(
         snapshot = graph.get_state(config)
         if not snapshot.values and not snapshot.next:
             payload = first
-        elif number > 1 and (snapshot.metadata or {}).get(RUN_KEY) != number:
+        elif number > 1 and (snapshot.metadata or {}).get(RUN_KEY) != run.run_id:
             payload = first  # the thread's state is its last run's: this run has not begun
     # a user's graph records no outcome: it is settled once it stops (see ``settle``)
     ending = _Ending(registry, run) if preset else None
