@@ -13,6 +13,7 @@ import psycopg
 
 from tests.acceptance.conftest import Workers
 from tests.conftest import REFUND_INPUT, ROOT, Cli, wait_until
+from tests.support.graphs import GRAPHS
 from waystone import Runtime
 from waystone.examples.provider import ProviderProcess
 
@@ -326,3 +327,31 @@ def test_cancel_a_queued_run(cli: Cli, runtime: Runtime, sql: psycopg.Connection
     )
     again = cli("cancel", thread_id, "--reason", "again")
     assert again.returncode == 4, again.stderr
+
+
+def test_an_idle_worker_continues_a_graph_run_once_its_interrupt_is_answered(
+    cli: Cli, workers: Workers, sql: psycopg.Connection[Any]
+) -> None:
+    """A user's graph, from WAYSTONE_GRAPHS: a worker drives it to its interrupt() and
+    holds nothing while it waits; `resume` from another process wakes an idle worker."""
+    graphs = {"WAYSTONE_GRAPHS": GRAPHS}
+    started = cli("start", "--graph", "ask", "--input", '{"question": "q"}', "--json", env=graphs)
+    assert started.returncode == 0, started.stderr
+    thread_id = json.loads(started.stdout)["thread_id"]
+    idle = workers.spawn("--poll-seconds", "60", env=graphs)  # only NOTIFY can wake it soon
+    query = "SELECT state, lease_owner FROM waystone.runs WHERE thread_id = %s"
+    wait_until(
+        lambda: sql.execute(query, (thread_id,)).fetchone() == ("waiting", None),
+        "the run waits on its interrupt, holding no lease",
+    )
+    answered = cli("resume", thread_id, "--value", '"blue"', env=graphs)
+    assert answered.returncode == 0, answered.stderr
+    wait_until(
+        lambda: (
+            one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", thread_id) == "done"
+        ),
+        "the value woke the run",
+        timeout=30,
+    )
+    idle.send_signal(signal.SIGTERM)
+    assert idle.wait(timeout=30) == 0
