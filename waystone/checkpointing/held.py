@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from langgraph._internal._constants import CONFIG_KEY_CHECKPOINT_NS, NS_SEP
 from langgraph.checkpoint.base import WRITES_IDX_MAP
+from langgraph.config import get_config
 from langgraph.constants import START, TASKS
 
 WriteRow = tuple[str, str, str, str, str, int, str, str, bytes]
@@ -47,6 +49,17 @@ def one_send(values: dict[str, Any]) -> bool:
         and len(sent) == 1
         and not any(k.startswith(("branch:", "join:")) or k == START for k in values)
     )
+
+
+def saved_in() -> str:
+    """The checkpoint namespace whose saves commit the writes of the LangGraph task calling:
+    its own namespace less its last part (a subgraph's task is saved in the subgraph's
+    namespace, with the subgraph's checkpoints); the graph's own (``""``) outside a task."""
+    try:
+        configurable = get_config().get("configurable") or {}
+    except RuntimeError:  # not called from a task
+        return ""
+    return str(configurable.get(CONFIG_KEY_CHECKPOINT_NS) or "").rpartition(NS_SEP)[0]
 
 
 def until_asked(statements: list[Statement]) -> tuple[list[Statement], list[Statement]]:

@@ -19,12 +19,13 @@ LangGraph does for a crash inside the node; Waystone's nodes are written for tha
 effect is in the ledger before the node returns, and a check only reads). Threads without
 a lease token are saved as the stock saver does.
 
-A node's own ledger changes may ride with its checkpoint too (``ride``): the receipt of an
-effect the tool can reconcile and a confirmation are committed in the checkpoint's
-transaction, before it, so the step is still one round trip and they are durable exactly
-when the node is done. A run that ends makes its final transition in the transaction of
-its graph's last checkpoint the same way (``finishing``). Whatever is held under one lease
-never commits under another (``_own``).
+A node's own ledger changes may ride with its writes too (``ride``): the receipt of an
+effect the tool can reconcile and a confirmation are committed in the transaction that
+saves the node's writes (its checkpoint's, in the subgraph's namespace for a subgraph's
+node; its own, for a ``Send`` branch with siblings), before them, so the step is still one
+round trip and they are durable exactly when the node is done. A run that ends makes its
+final transition in the transaction of its graph's last checkpoint the same way
+(``finishing``). Whatever is held under one lease never commits under another (``_own``).
 
 A new run's first two checkpoints (its input, and the input mapped by ``__start__``) are no
 node's boundary: both are made from the run's input, which its row already holds. They are
@@ -97,6 +98,7 @@ from waystone.checkpointing.held import (
     Statement,
     may_hold,
     one_send,
+    saved_in,
     until_asked,
 )
 from waystone.checkpointing.in_threads import InThreads
@@ -527,11 +529,13 @@ class WaystoneSaver(InThreads, PostgresSaver):
         self._flush_thread({"configurable": {"thread_id": thread_id}})
 
     def ride(self, thread_id: str, lease_token: int, statements: Sequence[Statement]) -> None:
-        """Commit ``statements`` (fenced by ``lease_token``) in the transaction of the
-        thread's next save, before it: a node's own ledger change then becomes durable
-        exactly when the node's checkpoint does. They go out as held writes do: with the
-        next save, an error or interrupt write, a reader's flush, or the driver's."""
-        where = (thread_id, "")
+        """Commit ``statements`` (fenced by ``lease_token``) in the transaction of the next
+        save of the calling task's writes, before them: a node's own ledger change then
+        becomes durable exactly when the node's writes do, in a subgraph or a ``Send``
+        branch too (saved in its subgraph's namespace, or at once). They go out as held
+        writes do: with that save, an error or interrupt write, a reader's flush, or the
+        driver's."""
+        where = (thread_id, saved_in())
         with self._held_lock:
             held = self._held.get(where)
             if held is not None and held.lease_token == lease_token:

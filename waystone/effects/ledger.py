@@ -57,7 +57,8 @@ class Effect:
 
 class Ledger:
     """``redact`` runs over arguments, receipts, confirmations and errors before writing.
-    ``ride`` (the saver's) lets a change commit with the writing run's next checkpoint."""
+    ``ride`` (the saver's) lets a change commit with the next save of the writing node's
+    writes."""
 
     def __init__(
         self,
@@ -317,8 +318,8 @@ class Ledger:
         round trip), so the history says what the ledger says.
 
         With ``current`` (the effect as this run last wrote or read it, under ``fence``),
-        a note and a rider, the change is not sent now: it commits with the run's next
-        checkpoint, in its transaction (see the saver's ``ride``), and the changed effect
+        a note and a rider, the change is not sent now: it commits with the writing node's
+        writes, in their transaction (see the saver's ``ride``), and the changed effect
         is worked out here. For a change that a crash may lose: the node runs again."""
         params: dict[str, Any] = {
             "key": key,
