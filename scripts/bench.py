@@ -14,6 +14,8 @@ Per step (median and p95 over repeated runs of the same 5-step work):
   waystone_marginal  what one more action adds per node step (a 5-action run less a
              1-action run, over the node steps between them): a step once the costs of a
              run (start, claim, settle) are paid
+  waystone_graph  the stock row's 5-node graph itself, given to Waystone
+             (`Runtime(graphs=...)`, `rt.invoke`): a user's graph run durably
   dbos       a 5-step DBOS Transact workflow (optional: `pip install -e '.[bench]'`;
              skipped with a message when absent)
 A step is one checkpointed node step, counted alike for both graphs (checkpoints less the
@@ -22,9 +24,10 @@ are measured in interleaved rounds (each row once per round), so a machine whose
 drifts during the run moves every row alike; `--blocks` measures row after row instead.
 Then: runs per second with 1, 2 and 4 worker processes; bytes stored per action at 10 and
 200 actions; time from a killed worker's lease expiry to the run's next step; time from
-`approve` to the next step with an idle worker.
+`approve` to the next step with an idle worker. `--rows` measures only the named per-step
+rows (and stock LangGraph, the base of the ratios), and nothing after the table.
 
-    python scripts/bench.py [--quick] [--json] [--blocks] [--workers 1,2,4]
+    python scripts/bench.py [--quick] [--json] [--blocks] [--workers 1,2,4] [--rows a,b]
 
 Uses WAYSTONE_DATABASE_URL, or the embedded Postgres under WAYSTONE_HOME.
 """
@@ -59,6 +62,7 @@ from waystone import Runtime, Settings  # noqa: E402
 from waystone.checkpointing.database import resolve_url  # noqa: E402
 
 STEPS = 5
+GRAPH = "five_nodes"  # the name the stock row's graph is given to Waystone under
 
 
 def stats(samples: list[float]) -> dict[str, float]:
@@ -220,6 +224,20 @@ def waystone_marginal(rt: Runtime, actions: int = 5) -> Sample:
     return sample
 
 
+def waystone_graph(rt: Runtime) -> Sample:
+    """The stock row's graph run by Waystone: a thread per run, as the stock row's."""
+
+    def run() -> int:
+        done = rt.invoke(GRAPH, {"n": 0})
+        assert done.state == "done", done.reason
+        return STEPS
+
+    with rt.db.connection() as conn:  # the same count as the stock graph's
+        thread_id = rt.invoke(GRAPH, {"n": 0}).thread_id
+        assert node_steps(conn, thread_id) == STEPS
+    return per_step(run)
+
+
 def dbos(stack: ExitStack, url: str) -> Sample | str:
     try:
         from dbos import DBOS, DBOSConfig  # type: ignore[import-not-found,unused-ignore]
@@ -248,23 +266,46 @@ def dbos(stack: ExitStack, url: str) -> Sample | str:
     return per_step(lambda: (flow(), STEPS)[1])
 
 
-def per_step_costs(url: str, repeats: int, blocks: bool = False) -> dict[str, Any]:
-    """Every row of the per-step table, measured in interleaved rounds on one Postgres
-    (with ``blocks``, row after row)."""
+ROWS = (
+    "raw",
+    "langgraph",
+    "langgraph_in_memory",
+    "langgraph_no_checkpointer",
+    "waystone",
+    "waystone_start_run",
+    "waystone_marginal",
+    "waystone_graph",
+    "dbos",
+)
+
+
+def per_step_costs(
+    url: str, repeats: int, blocks: bool = False, only: set[str] | None = None
+) -> dict[str, Any]:
+    """The rows of the per-step table (all, or ``only`` those and stock LangGraph's),
+    measured in interleaved rounds on one Postgres (with ``blocks``, row after row)."""
+    wanted = set(ROWS) if only is None else only | {"langgraph"}
+    peer: Sample | str | None = None
     with ExitStack() as stack:
-        samples: dict[str, Sample] = {
-            "raw": raw(stack, url),
-            "langgraph": langgraph(stack, url),
-            "langgraph_in_memory": langgraph_in_process(True),
-            "langgraph_no_checkpointer": langgraph_in_process(False),
+        makers: dict[str, Callable[[], Sample]] = {
+            "raw": lambda: raw(stack, url),
+            "langgraph": lambda: langgraph(stack, url),
+            "langgraph_in_memory": lambda: langgraph_in_process(True),
+            "langgraph_no_checkpointer": lambda: langgraph_in_process(False),
         }
-        rt = stack.enter_context(Runtime(Settings(database_url=url)))
-        samples["waystone"] = waystone(rt)
-        samples["waystone_start_run"] = waystone(rt, invoke=False)
-        samples["waystone_marginal"] = waystone_marginal(rt)
-        peer = dbos(stack, url)
-        if not isinstance(peer, str):
-            samples["dbos"] = peer
+        samples = {name: make() for name, make in makers.items() if name in wanted}
+        rt = stack.enter_context(Runtime(Settings(database_url=url), graphs={GRAPH: five_nodes()}))
+        on_runtime: dict[str, Callable[[], Sample]] = {
+            "waystone": lambda: waystone(rt),
+            "waystone_start_run": lambda: waystone(rt, invoke=False),
+            "waystone_marginal": lambda: waystone_marginal(rt),
+            "waystone_graph": lambda: waystone_graph(rt),
+        }
+        samples |= {name: make() for name, make in on_runtime.items() if name in wanted}
+        if "dbos" in wanted:
+            peer = dbos(stack, url)
+            if not isinstance(peer, str):
+                samples["dbos"] = peer
         measured = (in_blocks if blocks else interleaved)(samples, repeats)
     rows: dict[str, Any] = {name: stats(values) for name, values in measured.items()}
     if isinstance(peer, str):
@@ -407,7 +448,15 @@ def main() -> int:
     parser.add_argument(
         "--blocks", action="store_true", help="each row's runs back to back, not interleaved"
     )
+    parser.add_argument(
+        "--rows",
+        help=f"only these per-step rows, comma-separated, and nothing else ({', '.join(ROWS)})",
+    )
     args = parser.parse_args()
+    only = None if args.rows is None else {r.strip() for r in args.rows.split(",") if r.strip()}
+    if only is not None and (not only or not only <= set(ROWS)):
+        unknown = ", ".join(sorted(only - set(ROWS))) or "none given"
+        parser.error(f"--rows: unknown row ({unknown}); choose from {', '.join(ROWS)}")
     repeats = 15 if args.quick else 100
     url = resolve_url(Settings.from_env())
     report: dict[str, Any] = {
@@ -418,7 +467,10 @@ def main() -> int:
     with psycopg.connect(url) as conn:
         report["postgres"] = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
     report["per_step_method"] = "blocks" if args.blocks else "interleaved"
-    report["per_step"] = per_step_costs(url, repeats, args.blocks)
+    report["per_step"] = per_step_costs(url, repeats, args.blocks, only)
+    if only is not None:
+        print(json.dumps(report, indent=None if args.json else 2))
+        return 0
     runs = 80 if args.quick else 200
     counts = [int(w) for w in args.workers.split(",")]
     report["throughput_runs_per_s"] = {str(w): throughput(url, w, runs) for w in counts}
