@@ -95,8 +95,8 @@ def not_runnable(run: Run) -> str:
         waiting = f"it waits for a decision: {decide_commands(run.thread_id)} first"
     elif run.waiting_for == RESUME:
         waiting = (
-            f"it waits for a value for its interrupt: {command('resume', run.thread_id)} "
-            "with --value and the value as JSON gives it"
+            f"it waits for a value for its interrupt ({command('status', run.thread_id)} "
+            f"shows it): give it, as JSON, to waystone resume {run.thread_id} --value"
         )
     else:
         waiting = (

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from waystone.cli import DbOpt, JsonOpt, _emit, _guard, app, out
+from waystone.cli.app import DbOpt, JsonOpt, app, emit, guard, out
 from waystone.cli.readable import ReadableGroup
 
 db_app = typer.Typer(
@@ -58,9 +58,9 @@ def db_status(home: HomeOpt = None, as_json: JsonOpt = False, database_url: DbOp
                     highlight=False,
                 )
 
-        _emit(as_json, data, render)
+        emit(as_json, data, render)
 
-    _guard(body)
+    guard(body)
 
 
 @db_app.command("stop")
@@ -75,7 +75,7 @@ def db_stop(home: HomeOpt = None, as_json: JsonOpt = False, database_url: DbOpt 
         pid = embedded.server_info(where).pid
         stopped = embedded.stop(where)
         data = {"stopped": stopped, "pid": pid, "pgdata": str(embedded.pgdata_path(where))}
-        _emit(
+        emit(
             as_json,
             data,
             lambda: out.print(
@@ -84,4 +84,4 @@ def db_stop(home: HomeOpt = None, as_json: JsonOpt = False, database_url: DbOpt 
             ),
         )
 
-    _guard(body)
+    guard(body)

@@ -14,20 +14,19 @@ from urllib.parse import urlsplit
 
 import typer
 
-from waystone.cli import (
+from waystone.cli.app import (
     DbOpt,
     JsonOpt,
-    _actor,
-    _confirm_or_default,
-    _emit,
-    _guard,
-    _render_history,
-    _render_status,
-    _runtime,
+    actor,
     app,
+    confirm_or_default,
     debug_app,
+    emit,
+    guard,
+    open_runtime,
     out,
 )
+from waystone.cli.render import render_history, render_status
 from waystone.config import Settings
 from waystone.crash import CRASH_POINTS
 from waystone.errors import BadInput, WaystoneError
@@ -114,7 +113,7 @@ def worker(
             "db_outages": stats.db_outages,
             "stuck": stats.stuck,
         }
-        _emit(
+        emit(
             as_json,
             result,
             lambda: out.print(
@@ -123,7 +122,7 @@ def worker(
             ),
         )
 
-    _guard(body)
+    guard(body)
 
 
 @app.command()
@@ -137,11 +136,11 @@ def dashboard(
     from waystone import dashboard as views
 
     def body() -> None:
-        with _runtime(database_url) as rt:
+        with open_runtime(database_url) as rt:
             data = views.snapshot(rt.db, limit=limit)
-        _emit(as_json, data, lambda: views.render(data, out))
+        emit(as_json, data, lambda: views.render(data, out))
 
-    _guard(body)
+    guard(body)
 
 
 @app.command("serve")
@@ -188,7 +187,7 @@ def serve_cmd(
 
     def body() -> None:
         logs.configure()
-        with _runtime(database_url) as rt:
+        with open_runtime(database_url) as rt:
             for handler in logging.getLogger().handlers:
                 handler.addFilter(rt.vault.log_filter())
             server.serve(
@@ -202,7 +201,7 @@ def serve_cmd(
                 announce=_announcer(as_json),
             )
 
-    _guard(body)
+    guard(body)
 
 
 def _announcer(as_json: bool) -> Callable[[str], None] | None:
@@ -212,7 +211,7 @@ def _announcer(as_json: bool) -> Callable[[str], None] | None:
 
     def announce(url: str) -> None:
         port = int(urlsplit(url).port or 0)
-        _emit(True, {"url": url, "port": port}, lambda: None)
+        emit(True, {"url": url, "port": port}, lambda: None)
         sys.stdout.flush()  # read by whoever waits for the server to listen
 
     return announce
@@ -238,10 +237,10 @@ def prune(
 
     def body() -> None:
         age = retention.parse_age(older_than)
-        with _runtime(database_url) as rt:
+        with open_runtime(database_url) as rt:
             result = retention.prune(rt, age, dry_run=dry_run)
         verb = "would prune" if dry_run else "pruned"
-        _emit(
+        emit(
             as_json,
             result,
             lambda: out.print(
@@ -249,7 +248,7 @@ def prune(
             ),
         )
 
-    _guard(body)
+    guard(body)
 
 
 @app.command()
@@ -265,7 +264,7 @@ def demo(
         with (
             tempfile.TemporaryDirectory(prefix="waystone-demo-") as tmp,
             ProviderProcess.start(Path(tmp) / "payments.sqlite3") as provider,
-            _runtime(database_url) as rt,
+            open_runtime(database_url) as rt,
         ):
             os.environ["WAYSTONE_PAYMENTS_URL"] = provider.url
 
@@ -286,13 +285,13 @@ def demo(
             say(f"started {started.thread_id}: {rt.registry.get(started.thread_id).goal}")
             waiting = rt.run(started.thread_id)
             if not as_json:
-                _render_status(waiting)
+                render_status(waiting)
             if waiting.state != "waiting":
                 raise WaystoneError(f"expected the run to wait for approval, it is {waiting.state}")
-            if not approve_it and not _confirm_or_default("Approve this refund?", say):
-                final = rt.reject(started.thread_id, by=_actor(None), reason="declined in the demo")
+            if not approve_it and not confirm_or_default("Approve this refund?", say):
+                final = rt.reject(started.thread_id, by=actor(None), reason="declined in the demo")
             else:
-                rt.approve(started.thread_id, by=_actor(None), comment="approved in the demo")
+                rt.approve(started.thread_id, by=actor(None), comment="approved in the demo")
                 final = rt.run(started.thread_id)
             hist = rt.history(started.thread_id)
             ledger = provider.ledger()
@@ -305,16 +304,16 @@ def demo(
         }
 
         def render() -> None:
-            _render_history(hist)
+            render_history(hist)
             out.print(
                 f"provider ledger: {len(ledger['refunds'])} refund(s), "
                 f"{len(ledger['notifications'])} notification(s)"
             )
-            _render_status(final)
+            render_status(final)
 
-        _emit(as_json, result, render)
+        emit(as_json, result, render)
 
-    _guard(body)
+    guard(body)
 
 
 @debug_app.command("crash-points")
@@ -330,4 +329,4 @@ def crash_points(as_json: JsonOpt = False, database_url: DbOpt = None) -> None:
     points = [
         {"name": p.name, "where": p.where, "per_tool": p.per_tool} for p in CRASH_POINTS.values()
     ]
-    _emit(as_json, {"crash_points": points}, render)
+    emit(as_json, {"crash_points": points}, render)
