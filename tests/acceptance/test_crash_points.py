@@ -9,35 +9,20 @@ a persisted retry as well as the crash.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from typing import Any
 
 import psycopg
 import pytest
 
-from tests.conftest import REFUND_INPUT, ROOT, Cli
+from tests.conftest import REFUND_INPUT, Cli
+from tests.support.crashes import crash_points
 from waystone.examples.provider import ProviderProcess
 
 TOOLS = ("refund", "notify_customer")
 
 
-def _crash_points() -> list[dict[str, Any]]:
-    listed = subprocess.run(
-        [sys.executable, "-m", "waystone", "debug", "crash-points", "--json"],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-        timeout=300,  # a bound for a command that never answers, however loaded the machine
-    )
-    points: list[dict[str, Any]] = json.loads(listed.stdout)["crash_points"]
-    return points
-
-
 CASES = [
     pytest.param(f"{p['name']}@{tool}" if tool else p["name"], id=f"{p['name']}@{tool or 'any'}")
-    for p in _crash_points()
+    for p in crash_points()
     for tool in (TOOLS if p["per_tool"] else (None,))
 ]
 

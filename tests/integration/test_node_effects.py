@@ -20,6 +20,13 @@ from langgraph.types import Command, RetryPolicy, Send, interrupt
 
 import waystone
 from tests.support.chat_models import ConversationModel
+from tests.support.effect_graphs import (
+    Notified,
+    interrupting_graph,
+    interrupting_on_stock,
+    note_effect,
+    send_note,
+)
 from waystone.effects import deadline
 from waystone.effects.context import CONTEXT_KEY, EffectContext, without_ledger
 from waystone.effects.http import request
@@ -27,12 +34,6 @@ from waystone.errors import NeedsHuman, NotDurable, PermanentError
 from waystone.examples.provider import ProviderProcess
 from waystone.runs.driver import graph_config
 from waystone.runtime import Runtime
-
-
-class Notified(TypedDict, total=False):
-    to: str
-    receipts: Annotated[list[dict[str, Any]], operator.add]
-    answer: str
 
 
 class Drive:
@@ -75,40 +76,6 @@ def notes(provider: ProviderProcess) -> list[dict[str, Any]]:
     return list(provider.ledger()["notifications"])
 
 
-def send_note(url: str, to: str, body: str, key: str, timeout_s: float) -> dict[str, Any]:
-    """The provider's notifications do not deduplicate: every POST sends one."""
-    payload = {"to": to, "body": body, "client_ref": key}
-    sent: dict[str, Any] = request("POST", f"{url}/notifications", timeout=timeout_s, json=payload)
-    return sent
-
-
-def note_effect(url: str) -> Any:
-    def find_note(key: str, timeout_s: float) -> dict[str, Any] | None:
-        found = request(
-            "GET", f"{url}/notifications", timeout=timeout_s, params={"client_ref": key}
-        )
-        return found[0] if found else None
-
-    @waystone.effect(lookup=find_note, timeout_s=10)
-    def notify(to: str, body: str, *, key: str, timeout_s: float) -> dict[str, Any]:
-        return send_note(url, to, body, key, timeout_s)
-
-    return notify
-
-
-def interrupting_graph(notify: Any) -> StateGraph[Notified]:
-    def announce(state: Notified) -> dict[str, Any]:
-        receipt = notify(to=state["to"], body="your refund is on its way")
-        answer = interrupt({"ask": "was the customer told?"})
-        return {"receipts": [receipt], "answer": answer}
-
-    builder: StateGraph[Notified] = StateGraph(Notified)
-    builder.add_node("announce", announce)
-    builder.add_edge(START, "announce")
-    builder.add_edge("announce", END)
-    return builder
-
-
 def test_an_effect_before_an_interrupt_is_made_once_and_twice_on_stock_saver(
     runtime: Runtime, provider: ProviderProcess, empty_database_url: str
 ) -> None:
@@ -123,12 +90,9 @@ def test_an_effect_before_an_interrupt_is_made_once_and_twice_on_stock_saver(
 
     # The same node on the stock saver, calling the provider directly: the resume runs
     # the node's code again, and the customer is told twice.
-    def notify_directly(to: str, body: str) -> dict[str, Any]:
-        return send_note(provider.url, to, body, key="stock", timeout_s=10)
-
     with PostgresSaver.from_conn_string(empty_database_url) as stock:
         stock.setup()
-        plain = interrupting_graph(notify_directly).compile(checkpointer=stock)
+        plain = interrupting_on_stock(provider.url, key="stock").compile(checkpointer=stock)
         config = {"configurable": {"thread_id": "stock-1"}}
         plain.invoke({"to": "bo@example.com"}, config, durability="sync")
         plain.invoke(Command(resume="yes"), config, durability="sync")
