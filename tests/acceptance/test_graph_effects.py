@@ -20,24 +20,19 @@ from tests.support.effect_graphs import GRAPHS, interrupting_on_stock
 from waystone.examples.provider import ProviderProcess
 
 TOOLS = ("refund", "notify")
-# The points a call of a durable tool (or an effect) in a user's node passes, and the run's
-# own; the others are in the agent preset's nodes (propose, authorize, confirm, verify):
-# an effect's read-back in a user's node is recorded in the task's checkpoint, not a node.
+# The points a call of a durable tool (or an effect) in a user's node passes, its
+# read-back's, and the run's own; the others are in the agent preset's nodes.
 ON_THE_EFFECT_PATH = {
     "execute:after-intent",
     "effect:before-send",
     "execute:after-transient",
     "execute:after-apply",
     "execute:after-receipt",
-    "run:after-checkpoint",
-}
-PRESET_ONLY = {
-    "propose:after-model",
-    "authorize:after-decision",
     "confirm:after-lookup",
     "confirm:after-record",
-    "verify:after-checks",
+    "run:after-checkpoint",
 }
+PRESET_ONLY = {"propose:after-model", "authorize:after-decision", "verify:after-checks"}
 POINTS = crash_points()
 CASES = [
     pytest.param(f"{p['name']}@{tool}" if tool else p["name"], id=f"{p['name']}@{tool or 'any'}")
@@ -72,13 +67,13 @@ def test_every_crash_point_is_on_the_effect_path_or_the_presets() -> None:
 def test_a_react_agent_killed_at_a_crash_point_makes_each_effect_once(
     armed: str, graph_cli: Cli, provider: ProviderProcess, database_url: str
 ) -> None:
-    """``create_react_agent``'s model calls ``refund`` and ``notify`` in one turn; the
-    process driving it SIGKILLs itself at ``armed``, and ``waystone run`` from new
-    processes finishes the run. ``refund`` is made again under its key after a crash
-    (the provider deduplicates it); ``notify`` is looked up by its key and sent again
-    only once its last call's deadline has passed (the provider refuses a request past
-    it), so it never ends ``needs-human`` here. Each endpoint also fails once with a 503,
-    so each effect goes through a recorded retry too."""
+    """``create_react_agent``'s model calls ``refund`` and ``notify`` in one turn, each
+    read back once applied; the process driving it SIGKILLs itself at ``armed``, and
+    ``waystone run`` from a new process finishes the run. ``refund`` is made again under
+    its key after a crash (the provider deduplicates it); ``notify`` is looked up by its
+    key and sent again only once its last call's deadline has passed (the provider
+    refuses a request past it), so it never ends ``needs-human`` here. Each endpoint
+    also fails once with a 503, so each effect goes through a recorded retry too."""
     provider.inject("refunds", "transient", times=1)
     provider.inject("notifications", "transient", times=1)
     said = {"messages": [{"role": "user", "content": json.dumps(ASKED)}]}
@@ -99,8 +94,8 @@ def test_a_react_agent_killed_at_a_crash_point_makes_each_effect_once(
             (thread_id,),
         ).fetchall()
     assert effects == [
-        ("notify", "applied", made["notifications"][0]["client_ref"]),
-        ("refund", "applied", made["refunds"][0]["idempotency_key"]),
+        ("notify", "confirmed", made["notifications"][0]["client_ref"]),
+        ("refund", "confirmed", made["refunds"][0]["idempotency_key"]),
     ]
 
 

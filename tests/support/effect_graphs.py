@@ -3,10 +3,10 @@
 (:data:`GRAPHS`), and the same nodes calling the provider directly, for a stock saver.
 
 ``react_agent``: LangGraph's prebuilt ReAct agent, driven by a fake tool-calling model,
-with two tools wrapped by :func:`waystone.durable_tool`: ``refund`` (the provider
-deduplicates it by its ``Idempotency-Key``) and ``notify`` (it does not: every POST sends
-a message; found again by its ``client_ref``). ``interrupting``: a node that sends a
-notification and then calls ``interrupt()``.
+with two tools wrapped by :func:`waystone.durable_tool`, each read back once applied:
+``refund`` (the provider deduplicates it by its ``Idempotency-Key``) and ``notify`` (it
+does not: every POST sends a message; found again by its ``client_ref``).
+``interrupting``: a node that sends a notification and then calls ``interrupt()``.
 """
 
 from __future__ import annotations
@@ -100,14 +100,23 @@ def notify(to: str, key: Annotated[str, InjectedToolArg]) -> dict[str, Any]:
     return send_note(payments_url(), to, "your refund is on its way", key, NOTIFY_TIMEOUT_S)
 
 
+def _find_refund(key: str) -> dict[str, Any] | None:
+    found = request("GET", f"{payments_url()}/refunds", timeout=10, params={"idempotency_key": key})
+    return found[0] if found else None
+
+
 def _find_notify(key: str) -> dict[str, Any] | None:
     return find_note(payments_url(), key, NOTIFY_TIMEOUT_S)
 
 
-DURABLE_TOOLS = [
-    waystone.durable_tool(refund, idempotent_by_key=True),
+DURABLE_TOOLS = [  # each read back by its key once applied
+    waystone.durable_tool(refund, idempotent_by_key=True, confirm=_find_refund),
     waystone.durable_tool(
-        notify, lookup=_find_notify, timeout_s=NOTIFY_TIMEOUT_S, settle_s=NOTIFY_SETTLE_S
+        notify,
+        lookup=_find_notify,
+        confirm=_find_notify,
+        timeout_s=NOTIFY_TIMEOUT_S,
+        settle_s=NOTIFY_SETTLE_S,
     ),
 ]
 

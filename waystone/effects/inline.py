@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from waystone.crash import crash_point
 from waystone.effects.context import CALLS, CallSite, call_site
 from waystone.effects.keys import canonical_json, effect_key
 from waystone.effects.ledger import Note
@@ -253,6 +254,7 @@ def _confirm(site: CallSite, tool: Tool, key: str, args: dict[str, Any], receipt
             evidence = {"key": key, "attempt": attempt}
             site.context.event(site.thread_id, site.fence, "confirm-retry", str(exc), evidence)
             time.sleep(tool.retry.delay(attempt, random.random()))
+    crash_point("confirm:after-lookup", tool.name)
     if seen is None:
         reason = f"{tool.name} was applied but the provider does not show it (key {key})"
         site.context.event(site.thread_id, site.fence, "confirm-failed", reason, {"key": key})
@@ -266,6 +268,7 @@ def _confirm(site: CallSite, tool: Tool, key: str, args: dict[str, Any], receipt
         # a read-back is safe to repeat: it commits with the task's checkpoint
         current=ledger.written(key, site.fence, site.thread_id),
     )
+    crash_point("confirm:after-record", tool.name)
 
 
 def _dict(name: str, value: Any) -> Receipt:
