@@ -6,10 +6,13 @@ that matters lives in Postgres, keyed by ``thread_id``.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import functools
 import logging
 import uuid
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, cast
 
@@ -298,17 +301,7 @@ class Runtime:
         ended); another agent or input, or a taken ``thread_id``, is refused as by
         ``start``. A crash while it drives leaves the run under a lease that expires, then
         a worker (or ``run``) takes it up: pass ``thread_id`` or ``key`` to know its id."""
-        new_id, text, clean = self._new(agent, input, goal, thread_id, key)
-        claimed = self.registry.create_claimed(
-            thread_id=new_id,
-            agent=agent,
-            goal=text,
-            input=clean,
-            start_key=key,
-            owner=self.owner,
-            lease_seconds=self.settings.lease_seconds,
-            next_run=self.is_graph(agent),
-        )
+        claimed = self._create_claimed(agent, input, goal, thread_id, key)
         if claimed is not None:
             return self._settle(claimed)
         existing = self.start(agent, input, goal=goal, thread_id=thread_id, key=key)
@@ -319,12 +312,37 @@ class Runtime:
         except TransitionNotAllowed:
             return self.status(existing.thread_id)
 
+    def _create_claimed(
+        self,
+        agent: str,
+        input: dict[str, Any],
+        goal: str | None,
+        thread_id: str | None,
+        key: str | None,
+    ) -> Run | None:
+        """A new run, created claimed by this process; ``None`` when its start key or
+        thread id is taken."""
+        new_id, text, clean = self._new(agent, input, goal, thread_id, key)
+        return self.registry.create_claimed(
+            thread_id=new_id,
+            agent=agent,
+            goal=text,
+            input=clean,
+            start_key=key,
+            owner=self.owner,
+            lease_seconds=self.settings.lease_seconds,
+            next_run=self.is_graph(agent),
+        )
+
     def _current_run_id(self, status: RunStatus) -> str | None:
         return self.registry.get(status.thread_id).run_id
 
     def run(self, thread_id: str) -> RunStatus:
         """Drive a run in this process until it waits or ends (the same claim as a worker's,
         so it never runs a thread a worker holds)."""
+        return self._settle(self._claim(thread_id))
+
+    def _claim(self, thread_id: str) -> Run:
         claimed = self.registry.claim(
             owner=self.owner,
             lease_seconds=self.settings.lease_seconds,
@@ -335,11 +353,13 @@ class Runtime:
             current = self.registry.get(thread_id)  # an unknown thread id: UnknownThread
             self.known(current.agent)  # an agent this process does not know: BadInput
             raise TransitionNotAllowed(not_runnable(current))
-        return self._settle(claimed)
+        return claimed
 
     def _settle(self, claimed: Run) -> RunStatus:
         """Drive a claimed run; its status once it waits or ends."""
-        settled = self.drive(claimed)
+        return self._status_after(claimed, self.drive(claimed))
+
+    def _status_after(self, claimed: Run, settled: Run | None) -> RunStatus:
         if settled is not None and settled.state == "done":
             # the graph ended on its goal: no next step, nothing to approve, and the
             # approvals it left were consumed as stale
@@ -347,6 +367,70 @@ class Runtime:
                 dataclasses.replace(settled, run_number=claimed.run_number), None, None
             )
         return self.status(claimed.thread_id)
+
+    # -- on an event loop: the graph's async nodes, effects and models run on it -------
+
+    async def ainvoke(
+        self,
+        agent: str,
+        input: dict[str, Any],
+        *,
+        goal: str | None = None,
+        thread_id: str | None = None,
+        key: str | None = None,
+    ) -> RunStatus:
+        """:meth:`invoke`, with the graph driven by ``ainvoke`` on this event loop (see
+        :meth:`adrive`)."""
+        claimed = await asyncio.to_thread(self._create_claimed, agent, input, goal, thread_id, key)
+        if claimed is not None:
+            return await self._asettle(claimed)
+        existing = await self.astart(agent, input, goal=goal, thread_id=thread_id, key=key)
+        current = await asyncio.to_thread(self._current_run_id, existing)
+        if existing.run_id is not None and existing.run_id != current:
+            return existing  # the key's run ended before a later one began on its thread
+        try:
+            return await self.arun(existing.thread_id)
+        except TransitionNotAllowed:
+            return await self.astatus(existing.thread_id)
+
+    async def arun(self, thread_id: str) -> RunStatus:
+        """:meth:`run`, with the graph driven by ``ainvoke`` on this event loop."""
+        return await self._asettle(await asyncio.to_thread(self._claim, thread_id))
+
+    async def _asettle(self, claimed: Run) -> RunStatus:
+        settled = await self.adrive(claimed)
+        return await asyncio.to_thread(self._status_after, claimed, settled)
+
+    async def astart(
+        self,
+        agent: str,
+        input: dict[str, Any],
+        *,
+        goal: str | None = None,
+        thread_id: str | None = None,
+        key: str | None = None,
+    ) -> RunStatus:
+        """:meth:`start`, without blocking this event loop."""
+        return await asyncio.to_thread(
+            functools.partial(self.start, goal=goal, thread_id=thread_id, key=key), agent, input
+        )
+
+    async def aresume(
+        self,
+        thread_id: str,
+        value: Any,
+        *,
+        interrupt_id: str | None = None,
+        by: str = "waystone",
+    ) -> RunStatus:
+        """:meth:`resume`, without blocking this event loop."""
+        return await asyncio.to_thread(
+            functools.partial(self.resume, interrupt_id=interrupt_id, by=by), thread_id, value
+        )
+
+    async def astatus(self, thread_id: str) -> RunStatus:
+        """:meth:`status`, without blocking this event loop."""
+        return await asyncio.to_thread(self.status, thread_id)
 
     def drive(
         self,
@@ -360,69 +444,113 @@ class Runtime:
         when Postgres went away (the lease expires and the run is picked up again). A drive
         that makes no progress for its agent's step budget is stuck: its lease is left to
         lapse and ``on_stuck`` is called, from another thread."""
-        from langgraph.errors import GraphDrained
-
-        preset = not self.is_graph(claimed.agent)
         graph = self.graph(claimed.agent)
-        log = {"thread_id": claimed.thread_id, "lease_token": claimed.lease_token}
-        with leases.heartbeat(
-            self.registry,
-            claimed,
-            self.settings.lease_seconds,
-            budget_s=self._budgets[claimed.agent],
-            on_stuck=on_stuck,
-        ):
+        with self._leased(claimed, on_stuck):
             try:
                 return driver.drive(
                     graph,
                     claimed,
                     self.registry,
                     self.signals,
-                    recursion_limit=self._recursion_limit(claimed.agent) if preset else None,
                     control=control,
-                    preset=preset,
-                    context=None if preset else self.effects_context,
+                    **self._drive_options(claimed),
                 )
-            except GraphDrained:
-                # intents ridden with authorize's checkpoint, never called: no attempt
-                handed, untaken = self.ledger.hand_back(claimed.thread_id, claimed.lease_token)
-                released = self.registry.release(claimed.thread_id, claimed.lease_token)
-                how = "released" if released else "had already lost"
-                msg = "drained: finished the step, %s the lease, handed back %d of %d intents"
-                logger.info(msg, how, handed, untaken, extra=log)
             except Exception as exc:
-                meaning = meaning_of(exc)
-                if isinstance(meaning, LeaseLost | DatabaseUnavailable):
-                    if isinstance(meaning, LeaseLost):
-                        # receipts that were to commit with a checkpoint the fence refused
-                        late = self.ledger.late_receipts(claimed.thread_id, claimed.lease_token)
-                        logger.warning("stopped driving: %s", meaning, extra={**log, "late": late})
-                    if meaning is exc:
-                        raise  # never from itself: its chain would be a cycle
-                    raise meaning from exc
-                if isinstance(meaning, NeedsHuman):
-                    logger.warning("run needs a person: %s", meaning, extra=log)
-                    self.registry.transition(
-                        claimed.thread_id,
-                        "needs-human",
-                        reason=str(meaning),
-                        evidence={"error": repr(exc)},
-                        from_states=("running",),
-                        lease_token=claimed.lease_token,
-                    )
-                    return None
-                logger.exception("run failed", extra=log)
-                self.registry.transition(
-                    claimed.thread_id,
-                    "failed",
-                    reason=f"error: {type(exc).__name__}: {exc}",
-                    evidence={"error": repr(exc)},
-                    from_states=("running",),
-                    lease_token=claimed.lease_token,
-                )
+                self._stopped(claimed, exc)
             finally:  # a hand-over nothing took under this lease never will
                 self.ledger.untaken(claimed.thread_id, claimed.lease_token)
         return None
+
+    async def adrive(
+        self,
+        claimed: Run,
+        control: RunControl | None = None,
+        on_stuck: Callable[[], None] | None = None,
+    ) -> Run | None:
+        """:meth:`drive` on this event loop: the graph runs with ``ainvoke``, so its async
+        nodes, effects and models run here; what the drive records between its steps runs
+        in a worker thread."""
+        graph = self.graph(claimed.agent)
+        with self._leased(claimed, on_stuck):
+            try:
+                return await driver.adrive(
+                    graph,
+                    claimed,
+                    self.registry,
+                    self.signals,
+                    control=control,
+                    **self._drive_options(claimed),
+                )
+            except Exception as exc:
+                await asyncio.to_thread(self._stopped, claimed, exc)
+            finally:
+                self.ledger.untaken(claimed.thread_id, claimed.lease_token)
+        return None
+
+    def _leased(
+        self, claimed: Run, on_stuck: Callable[[], None] | None
+    ) -> AbstractContextManager[object]:
+        """The heartbeat that keeps a drive's lease while it makes progress."""
+        return leases.heartbeat(
+            self.registry,
+            claimed,
+            self.settings.lease_seconds,
+            budget_s=self._budgets[claimed.agent],
+            on_stuck=on_stuck,
+        )
+
+    def _drive_options(self, claimed: Run) -> dict[str, Any]:
+        preset = not self.is_graph(claimed.agent)
+        return {
+            "recursion_limit": self._recursion_limit(claimed.agent) if preset else None,
+            "preset": preset,
+            "context": None if preset else self.effects_context,
+        }
+
+    def _stopped(self, claimed: Run, exc: Exception) -> None:
+        """What a drive that raised ``exc`` leaves: a drained run's lease released, a run
+        that failed or needs a person moved there; raises :class:`LeaseLost` and
+        :class:`DatabaseUnavailable`, after which this process writes nothing more."""
+        from langgraph.errors import GraphDrained
+
+        log = {"thread_id": claimed.thread_id, "lease_token": claimed.lease_token}
+        if isinstance(exc, GraphDrained):
+            # intents ridden with authorize's checkpoint, never called: no attempt
+            handed, untaken = self.ledger.hand_back(claimed.thread_id, claimed.lease_token)
+            released = self.registry.release(claimed.thread_id, claimed.lease_token)
+            how = "released" if released else "had already lost"
+            msg = "drained: finished the step, %s the lease, handed back %d of %d intents"
+            logger.info(msg, how, handed, untaken, extra=log)
+            return
+        meaning = meaning_of(exc)
+        if isinstance(meaning, LeaseLost | DatabaseUnavailable):
+            if isinstance(meaning, LeaseLost):
+                # receipts that were to commit with a checkpoint the fence refused
+                late = self.ledger.late_receipts(claimed.thread_id, claimed.lease_token)
+                logger.warning("stopped driving: %s", meaning, extra={**log, "late": late})
+            if meaning is exc:
+                raise exc  # never from itself: its chain would be a cycle
+            raise meaning from exc
+        if isinstance(meaning, NeedsHuman):
+            logger.warning("run needs a person: %s", meaning, extra=log)
+            self.registry.transition(
+                claimed.thread_id,
+                "needs-human",
+                reason=str(meaning),
+                evidence={"error": repr(exc)},
+                from_states=("running",),
+                lease_token=claimed.lease_token,
+            )
+            return
+        logger.error("run failed", exc_info=exc, extra=log)
+        self.registry.transition(
+            claimed.thread_id,
+            "failed",
+            reason=f"error: {type(exc).__name__}: {exc}",
+            evidence={"error": repr(exc)},
+            from_states=("running",),
+            lease_token=claimed.lease_token,
+        )
 
     def _recursion_limit(self, agent: str) -> int:
         """The preset's: each step's few nodes, and each correction of its proposal."""

@@ -10,9 +10,11 @@ write carries the lease token (fencing).
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -110,6 +112,93 @@ def drive(
     input, and it ends on the outcome it records); else a user's graph, given the run's
     input as it is and done when it ends. ``context`` reaches its nodes' effects (see
     :mod:`waystone.effects`), in ``configurable["__waystone__"]``."""
+    steps = _steps(
+        graph,
+        run,
+        registry,
+        signals,
+        recursion_limit=recursion_limit,
+        preset=preset,
+        context=context,
+    )
+    move: Callable[[], Any] = steps.__next__
+    while True:
+        got = _advance(move)
+        if isinstance(got, Run):
+            return got
+        try:
+            out = graph.invoke(*got, durability="sync", control=control)
+        except BaseException as exc:
+            move = functools.partial(steps.throw, exc)
+        else:
+            move = functools.partial(steps.send, out)
+
+
+async def adrive(
+    graph: CompiledStateGraph[Any],
+    run: Run,
+    registry: RunRegistry,
+    signals: SignalBox,
+    *,
+    recursion_limit: int | None,
+    control: RunControl | None = None,
+    preset: bool = True,
+    context: Any = None,
+) -> Run:
+    """:func:`drive` on an event loop: the graph runs with ``ainvoke`` (its async nodes,
+    effects and models on this loop), and what the drive reads and records between two
+    invocations (signals, transitions) in a worker thread, so the loop is never blocked."""
+    steps = _steps(
+        graph,
+        run,
+        registry,
+        signals,
+        recursion_limit=recursion_limit,
+        preset=preset,
+        context=context,
+    )
+    move: Callable[[], Any] = steps.__next__
+    while True:
+        got = await asyncio.to_thread(_advance, move)
+        if isinstance(got, Run):
+            return got
+        try:
+            out = await graph.ainvoke(*got, durability="sync", control=control)
+        except BaseException as exc:
+            move = functools.partial(steps.throw, exc)
+        else:
+            move = functools.partial(steps.send, out)
+
+
+# What the drive asks for (the graph invoked with a payload and a config), what it is given
+# back (the graph's output, or its error thrown in), and the settled run it returns.
+Steps = Generator[tuple[Any, "RunnableConfig"], Any, Run]
+
+
+def _advance(move: Callable[[], Any]) -> Run | tuple[Any, RunnableConfig]:
+    """The drive moved on to its next request (a payload and a config), or to its end (the
+    settled run): a StopIteration cannot cross a thread's future."""
+    try:
+        request: tuple[Any, RunnableConfig] = move()
+    except StopIteration as stop:
+        ended: Run = stop.value
+        return ended
+    return request
+
+
+def _steps(
+    graph: CompiledStateGraph[Any],
+    run: Run,
+    registry: RunRegistry,
+    signals: SignalBox,
+    *,
+    recursion_limit: int | None,
+    preset: bool,
+    context: Any,
+) -> Steps:
+    """The drive, both sync and async: it yields each invocation of the graph (a payload
+    and a config) and is sent its output (or thrown its error); it decides what to resume
+    with, and settles the run."""
     config = graph_config(
         run.thread_id, recursion_limit, run.lease_token, run.key_namespace or run.thread_id
     )
@@ -145,7 +234,7 @@ def drive(
                     break  # still waiting: nothing arrived and the wait has not timed out
             try:
                 with _known_empty(graph, run.thread_id, snapshot is None):
-                    out = graph.invoke(payload, config, durability="sync", control=control)
+                    out = yield payload, config
             except BaseException as exc:
                 with suppress(Exception):  # best effort: the graph's own error is the one
                     _flush(graph, run.thread_id)

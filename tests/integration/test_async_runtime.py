@@ -1,0 +1,158 @@
+"""A user's async graph driven on an event loop: ``ainvoke``, ``aresume``, ``arun``. Its
+async nodes, its async effect and its async chat model run on the caller's loop, and
+the effect is made once at the provider however often the node's code runs."""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+from collections.abc import Iterator
+from typing import Annotated, Any, TypedDict
+
+import httpx
+import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+
+import waystone
+from waystone import Runtime, Settings
+from waystone.examples.provider import ProviderProcess
+
+
+class Told(TypedDict, total=False):
+    to: str
+    draft: str
+    receipts: Annotated[list[dict[str, Any]], operator.add]
+    answer: str
+
+
+def told_graph(url: str) -> StateGraph[Any]:
+    """draft (an async chat model) -> tell (an async effect, then an interrupt) -> end."""
+    model = GenericFakeChatModel(messages=iter([AIMessage("your refund is on its way")] * 4))
+
+    async def find(key: str) -> dict[str, Any] | None:
+        async with httpx.AsyncClient(timeout=10) as client:
+            answer = await client.get(f"{url}/notifications", params={"client_ref": key})
+        found = answer.json()
+        return found[0] if found else None
+
+    @waystone.effect(lookup=find, timeout_s=10)
+    async def notify(to: str, body: str, *, key: str) -> dict[str, Any]:
+        async with httpx.AsyncClient(timeout=10) as client:
+            answer = await client.post(
+                f"{url}/notifications", json={"to": to, "body": body, "client_ref": key}
+            )
+        answer.raise_for_status()
+        sent: dict[str, Any] = answer.json()
+        return sent
+
+    async def draft(state: Told) -> dict[str, Any]:
+        reply = await model.ainvoke("draft the message")
+        return {"draft": str(reply.content)}
+
+    async def tell(state: Told) -> dict[str, Any]:
+        receipt = await notify(to=state["to"], body=state["draft"])
+        answer = interrupt({"ask": "was the customer told?"})
+        return {"receipts": [receipt], "answer": str(answer)}
+
+    builder: StateGraph[Any] = StateGraph(Told)
+    builder.add_node("draft", draft)
+    builder.add_node("tell", tell)
+    builder.add_edge(START, "draft")
+    builder.add_edge("draft", "tell")
+    builder.add_edge("tell", END)
+    return builder
+
+
+@pytest.fixture
+def rt(database_url: str, provider: ProviderProcess) -> Iterator[Runtime]:
+    graphs = {"told": told_graph(provider.url), "meet": meeting_graph}
+    with Runtime(Settings(database_url=database_url), graphs=graphs) as runtime:
+        yield runtime
+
+
+def test_an_async_graph_is_driven_by_ainvoke_and_resumed_by_arun(
+    rt: Runtime, provider: ProviderProcess
+) -> None:
+    async def drive() -> tuple[Any, Any, Any]:
+        waiting = await rt.ainvoke("told", {"to": "ana@example.com"}, thread_id="told-1")
+        answered = await rt.aresume("told-1", "yes", by="bo")
+        done = await rt.arun("told-1")
+        return waiting, answered, done
+
+    waiting, answered, done = asyncio.run(drive())
+
+    assert (waiting.state, waiting.step) == ("waiting", "tell")
+    assert [i["value"] for i in waiting.interrupts] == [{"ask": "was the customer told?"}]
+    assert answered.state == "waiting"
+    assert (done.state, done.interrupts) == ("done", [])
+    values = rt.graph("told").get_state(rt.config("told-1")).values
+    assert values["answer"] == "yes"
+    assert values["draft"] == "your refund is on its way"
+    # the node ran twice (before the interrupt, and on resume): one message was sent
+    sent = provider.ledger()["notifications"]
+    assert [n["client_ref"] for n in sent] == [e.key for e in rt.ledger.for_thread("told-1")]
+    assert values["receipts"][0]["id"] == sent[0]["id"]
+    assert asyncio.run(rt.astatus("told-1")).state == "done"
+
+
+class Meeting(TypedDict, total=False):
+    name: str
+    met: bool
+
+
+ARRIVED: dict[str, asyncio.Event] = {}
+
+
+async def _meet(state: Meeting) -> dict[str, Any]:
+    """Each run's node waits until the other's has arrived: two runs meet only if they are
+    driven at once on the loop."""
+    mine, other = ("a", "b") if state["name"] == "a" else ("b", "a")
+    ARRIVED[mine].set()
+    await asyncio.wait_for(ARRIVED[other].wait(), timeout=30)
+    return {"met": True}
+
+
+def meeting_graph() -> StateGraph[Any]:
+    builder: StateGraph[Any] = StateGraph(Meeting)
+    builder.add_node("meet", _meet)
+    builder.add_edge(START, "meet")
+    builder.add_edge("meet", END)
+    return builder
+
+
+def test_two_runs_are_driven_at_once_on_one_event_loop(rt: Runtime) -> None:
+    async def both() -> list[Any]:
+        ARRIVED.update(a=asyncio.Event(), b=asyncio.Event())
+        return list(
+            await asyncio.gather(
+                rt.ainvoke("meet", {"name": "a"}, thread_id="meet-a"),
+                rt.ainvoke("meet", {"name": "b"}, thread_id="meet-b"),
+            )
+        )
+
+    runs = asyncio.run(both())
+    assert [r.state for r in runs] == ["done", "done"]
+    assert rt.graph("meet").get_state(rt.config("meet-a")).values["met"] is True
+
+
+async def _broken(state: Meeting) -> dict[str, Any]:
+    await asyncio.sleep(0)
+    raise ValueError("the model answered nonsense")
+
+
+def broken_graph() -> StateGraph[Any]:
+    builder: StateGraph[Any] = StateGraph(Meeting)
+    builder.add_node("broken", _broken)
+    builder.add_edge(START, "broken")
+    builder.add_edge("broken", END)
+    return builder
+
+
+def test_an_async_node_that_raises_ends_its_run_failed_with_the_error(rt: Runtime) -> None:
+    rt.register_graph("broken", broken_graph)
+    failed = asyncio.run(rt.ainvoke("broken", {"name": "a"}, thread_id="broken-1"))
+    assert failed.state == "failed"
+    assert "ValueError: the model answered nonsense" in failed.reason
