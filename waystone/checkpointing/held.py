@@ -90,6 +90,19 @@ class Held:
         return [*self.statements, (insert_writes, self.rows, True)]
 
 
+class Batch:
+    """One save's round trip, for the async saver to send: the lease token to set, then
+    the statements, pipelined as one implicit transaction; ``own``: the save's own
+    statements are among them (else it only flushes what was held); ``then``: what to do
+    once it committed."""
+
+    def __init__(self, token: int | None, statements: list[Statement], own: bool) -> None:
+        self.token = token
+        self.statements = statements
+        self.own = own
+        self.then: list[Callable[[], None]] = []
+
+
 class Recorder:
     """A cursor that keeps the statements of a held save instead of sending them."""
 

@@ -36,7 +36,8 @@ Connections come from the pool, one per call, so a step's writes and its checkpo
 wait on each other behind a saver-wide lock.
 
 The async methods run the sync ones in a thread, so notebooks and async servers can use
-the same saver.
+the same saver; :mod:`waystone.checkpointing.aio` saves natively on an async pool, from the
+same decisions and statements (this saver's cursor records them for it).
 
 Built by hand, it is LangGraph's ``PostgresSaver`` in use: ``from_conn_string(url)``, or a
 psycopg connection or pool, ``serde=``, ``setup()``. Its personal data is redacted through
@@ -49,6 +50,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import logging
 import threading
 from collections import OrderedDict
@@ -93,6 +95,7 @@ from waystone.checkpointing.database import (
 from waystone.checkpointing.held import (
     LEASE_KEY,
     Answer,
+    Batch,
     Held,
     Recorder,
     Statement,
@@ -363,6 +366,13 @@ class WaystoneSaver(InThreads, PostgresSaver):
         token = getattr(self._fence, "token", None)
         held: list[Statement] = getattr(self._fence, "held", None) or []
         self._fence.held = None
+        deferred: list[Batch] | None = getattr(self._fence, "deferred", None)
+        if deferred is not None:  # an async save: its batch goes out on the loop (see aio)
+            assert pipeline, "an async save only writes; reads go out on the async pool"
+            recorder = Recorder()
+            yield cast(Cursor[DictRow], recorder)
+            deferred.append(Batch(token, [*held, *recorder.statements], bool(recorder.statements)))
+            return
         with self._pool.connection() as conn:
             if token is None and not pipeline and not held:
                 with conn.cursor(binary=True, row_factory=dict_row) as cur:
@@ -451,7 +461,7 @@ class WaystoneSaver(InThreads, PostgresSaver):
                     self._fence.held = [*(ending or []), *(earlier or [])]
                     saved = super().put(stored, checkpoint, metadata, new_versions)
                 if ending and lease is not None:
-                    self._finished.add((where[0], lease))
+                    self._after_commit(functools.partial(self._finished.add, (where[0], lease)))
         finally:
             with self._held_lock:
                 self._saving.pop(where, None)
@@ -522,6 +532,15 @@ class WaystoneSaver(InThreads, PostgresSaver):
         return None
 
     _may_hold = staticmethod(may_hold)
+
+    def _after_commit(self, then: Callable[[], None]) -> None:
+        """``then`` once the save just made has committed: now, or after an async save's
+        batch (see :mod:`waystone.checkpointing.aio`)."""
+        deferred: list[Batch] | None = getattr(self._fence, "deferred", None)
+        if deferred:
+            deferred[-1].then.append(then)
+        else:
+            then()
 
     def flush(self, thread_id: str) -> None:
         """Commit the writes held for ``thread_id`` (normally its next save does); raises
