@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from waystone import AgentSpec, Check, CheckResult, Rule, RulePolicy, Runtime, Settings, Tool
-from waystone.proposers import Proposal, ScriptedProposer
+from waystone.preset.proposers import Proposal, ScriptedProposer
 
 BYTES = """
 SELECT

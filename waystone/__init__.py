@@ -10,7 +10,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from waystone.agent import AgentSpec, Check, CheckResult
     from waystone.checkpointing.saver import WaystoneSaver
     from waystone.config import Settings
     from waystone.effects.inline import effect
@@ -28,14 +27,15 @@ if TYPE_CHECKING:
         UnknownThread,
         WaystoneError,
     )
-    from waystone.policy import PolicyDecision, Rule, RulePolicy
-    from waystone.proposers import ChatModelProposer, Proposal, ScriptedProposer
+    from waystone.preset.policy import PolicyDecision, Rule, RulePolicy
+    from waystone.preset.proposers import ChatModelProposer, Proposal, ScriptedProposer
+    from waystone.preset.spec import AgentSpec, Check, CheckResult
     from waystone.runtime import RunStatus, Runtime
 
 _HOMES = {
-    "AgentSpec": "waystone.agent",
-    "Check": "waystone.agent",
-    "CheckResult": "waystone.agent",
+    "AgentSpec": "waystone.preset.spec",
+    "Check": "waystone.preset.spec",
+    "CheckResult": "waystone.preset.spec",
     "Settings": "waystone.config",
     "WaystoneSaver": "waystone.checkpointing.saver",
     "effect": "waystone.effects.inline",
@@ -52,12 +52,12 @@ _HOMES = {
     "UnknownOutcome": "waystone.errors",
     "UnknownThread": "waystone.errors",
     "WaystoneError": "waystone.errors",
-    "PolicyDecision": "waystone.policy",
-    "Rule": "waystone.policy",
-    "RulePolicy": "waystone.policy",
-    "ChatModelProposer": "waystone.proposers",
-    "Proposal": "waystone.proposers",
-    "ScriptedProposer": "waystone.proposers",
+    "PolicyDecision": "waystone.preset.policy",
+    "Rule": "waystone.preset.policy",
+    "RulePolicy": "waystone.preset.policy",
+    "ChatModelProposer": "waystone.preset.proposers",
+    "Proposal": "waystone.preset.proposers",
+    "ScriptedProposer": "waystone.preset.proposers",
     "RunStatus": "waystone.status",
     "Runtime": "waystone.runtime",
 }

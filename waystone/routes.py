@@ -7,7 +7,6 @@ import hmac
 import json
 import logging
 
-from waystone.approval import edited_args
 from waystone.pages import (
     activity_sections,
     approval_forms,
@@ -17,6 +16,7 @@ from waystone.pages import (
     path_segment,
     state_badge,
 )
+from waystone.preset.approval import edited_args
 from waystone.server import (
     NO_TOKEN,
     PAGE_LIMIT,

@@ -16,7 +16,6 @@ from contextlib import AbstractContextManager
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, cast
 
-from waystone.approval import parse_decision
 from waystone.checkpointing.database import FENCE_SQL, Database, meaning_of
 from waystone.checkpointing.migrations import migrate
 from waystone.checkpointing.position import next_nodes
@@ -46,10 +45,10 @@ if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
     from langgraph.runtime import RunControl
 
-    from waystone.agent import AgentSpec
     from waystone.checkpointing.saver import WaystoneSaver
     from waystone.effects.context import EffectContext
     from waystone.effects.ledger import Ledger
+    from waystone.preset.spec import AgentSpec
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +99,7 @@ class Runtime:
         """The agents this runtime drives: those given, or the examples and those
         ``WAYSTONE_AGENTS`` names."""
         if self._agents is None:
-            from waystone.agents import default_agents
+            from waystone.preset.agents import default_agents
 
             self._agents = default_agents()
             if self._sources is not None:
@@ -202,8 +201,8 @@ class Runtime:
             # its nodes' longest wait is unknown: that of a model call, as for the preset's
             self._budgets[agent] = self.settings.model_timeout_s + self.settings.step_margin_s
         if agent not in self._graphs:
-            from waystone.graph.builder import build_graph
-            from waystone.graph.ports import Ports
+            from waystone.preset.graph.builder import build_graph
+            from waystone.preset.graph.ports import Ports
 
             ports = Ports(
                 agent=self.agent(agent),
@@ -500,11 +499,15 @@ class Runtime:
         )
 
     def _drive_options(self, claimed: Run) -> dict[str, Any]:
-        preset = not self.is_graph(claimed.agent)
+        if self.is_graph(claimed.agent):
+            return {"recursion_limit": None, "preset": False, "context": self.effects_context}
+        from waystone.preset.graph.state import initial_state
+
         return {
-            "recursion_limit": self._recursion_limit(claimed.agent) if preset else None,
-            "preset": preset,
-            "context": None if preset else self.effects_context,
+            "recursion_limit": self._recursion_limit(claimed.agent),
+            "preset": True,
+            "context": None,
+            "start": lambda run: initial_state(run.goal, run.input),
         }
 
     def _stopped(self, claimed: Run, exc: Exception) -> None:
@@ -554,7 +557,7 @@ class Runtime:
 
     def _recursion_limit(self, agent: str) -> int:
         """The preset's: each step's few nodes, and each correction of its proposal."""
-        from waystone.proposers import correction_budget
+        from waystone.preset.proposers import correction_budget
 
         spec = self.agent(agent)
         return spec.max_steps * (8 + correction_budget(spec.proposer)) + 20
@@ -738,7 +741,7 @@ class Runtime:
                 f"run {thread_id} is {run.state}; only failed or needs-human runs are requeued"
             )
         if not self.is_graph(run.agent):  # a user's graph resumes where it stopped
-            from waystone.graph.reopen import reopen
+            from waystone.preset.graph.reopen import reopen
 
             graph = self.graph(run.agent)
             reopen(
@@ -863,6 +866,8 @@ class Runtime:
             raw["comment"] = comment
         if args is not None:
             raw["args"] = args
+        from waystone.preset.approval import parse_decision
+
         decision = parse_decision(raw)
         if decision.args is not None:
             tool = self.agent(run.agent).tool(pending["tool"])

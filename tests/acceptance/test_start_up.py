@@ -16,11 +16,11 @@ from waystone.examples.provider import ProviderProcess
 
 HEAVY = ("langgraph", "langchain_core", "langsmith", "httpx")
 DRIVING = (  # what drives a run: the agents, their tools, the graph, its nodes, the saver
-    "waystone.agent",
+    "waystone.preset.spec",
     "waystone.examples.refund",
     "waystone.effects",
-    "waystone.graph.builder",
-    "waystone.nodes",
+    "waystone.preset.graph.builder",
+    "waystone.preset.nodes",
     "waystone.checkpointing.saver",
 )
 IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", re.MULTILINE)

@@ -12,7 +12,7 @@ import psycopg
 from waystone import Runtime, Settings
 from waystone.effects.tools import Tool
 from waystone.examples import refund
-from waystone.proposers import Proposal, ProposalContext
+from waystone.preset.proposers import Proposal, ProposalContext
 
 
 class HangingModel:

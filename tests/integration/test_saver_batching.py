@@ -17,7 +17,7 @@ from waystone import AgentSpec, Check, CheckResult, Runtime
 from waystone.checkpointing.database import jsonify
 from waystone.checkpointing.saver import WaystoneSaver
 from waystone.effects.ledger import Effect, Note
-from waystone.graph.state import REDUCED, AgentState
+from waystone.preset.graph.state import REDUCED, AgentState
 from waystone.runs.registry import Run
 from waystone.sql import query
 

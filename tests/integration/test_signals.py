@@ -12,8 +12,8 @@ from pydantic import BaseModel
 
 from tests.conftest import wait_until
 from waystone import AgentSpec, Check, CheckResult, Rule, RulePolicy, Runtime, Settings, Tool
-from waystone.nodes.waits import SignalWait
-from waystone.proposers import Proposal, ScriptedProposer
+from waystone.preset.proposers import Proposal, ScriptedProposer
+from waystone.runs.waits import SignalWait
 
 
 class Pay(BaseModel):

@@ -18,7 +18,7 @@ from waystone import AgentSpec, PolicyDecision, Runtime, Settings
 from waystone.checkpointing.position import next_nodes
 from waystone.examples import refund, settlement
 from waystone.examples.provider import ProviderProcess
-from waystone.nodes.verify import CHECK_NODE
+from waystone.preset.nodes.verify import CHECK_NODE
 
 
 class Boom:

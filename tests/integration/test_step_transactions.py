@@ -26,7 +26,7 @@ from waystone import Runtime
 from waystone.effects.tools import RetryPolicy
 from waystone.errors import TransientError, TransitionNotAllowed
 from waystone.examples.provider import ProviderProcess
-from waystone.policy import PolicyDecision
+from waystone.preset.policy import PolicyDecision
 
 SMALL = {**REFUND_INPUT, "amount": "40.00"}  # under the approval threshold: no wait
 UNSAFE = {"WAYSTONE_AGENTS": "tests.support.unsafe:build"}

@@ -16,7 +16,7 @@ from tests.conftest import wait_until
 from tests.support.notes import bench_storage
 from waystone import AgentSpec, LeaseLost, Runtime, Settings
 from waystone.effects.tools import RetryPolicy
-from waystone.graph.ports import Ports
+from waystone.preset.graph.ports import Ports
 from waystone.runs.leases import lease_ok
 from waystone.runs.registry import Run
 from waystone.worker import Worker

@@ -10,7 +10,7 @@ import psycopg
 from pydantic import BaseModel
 
 from waystone import AgentSpec, Check, CheckResult, Rule, RulePolicy, Runtime, Settings, Tool
-from waystone.proposers import Proposal, ScriptedProposer
+from waystone.preset.proposers import Proposal, ScriptedProposer
 
 
 class NoArgs(BaseModel):

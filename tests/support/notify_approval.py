@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from waystone import AgentSpec, Check, Rule, RulePolicy
 from waystone.examples.refund import NOTIFY, customer_notified
-from waystone.proposers import Proposal, ScriptedProposer
+from waystone.preset.proposers import Proposal, ScriptedProposer
 
 
 def build() -> AgentSpec:

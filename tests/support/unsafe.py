@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from waystone import AgentSpec, Check, CheckResult, Rule, RulePolicy, Tool
 from waystone.effects import http
 from waystone.examples.refund import payments_url
-from waystone.proposers import Proposal, ScriptedProposer
+from waystone.preset.proposers import Proposal, ScriptedProposer
 
 
 class FaxArgs(BaseModel):

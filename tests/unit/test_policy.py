@@ -1,7 +1,7 @@
 import pytest
 
 from waystone.examples.refund import POLICY
-from waystone.policy import PolicyDecision, Rule, RulePolicy
+from waystone.preset.policy import PolicyDecision, Rule, RulePolicy
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import Runnable
 
 from waystone.examples import refund
-from waystone.proposers import ChatModelProposer, ProposalContext
+from waystone.preset.proposers import ChatModelProposer, ProposalContext
 
 INPUT = {"order_id": "1001", "amount": "120.00", "currency": "EUR", "email": "ana@example.com"}
 TOOLS = [refund.REFUND, refund.NOTIFY]

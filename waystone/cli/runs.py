@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from waystone.approval import edited_args
 from waystone.cli.app import (
     ByOpt,
     DbOpt,
@@ -24,6 +23,7 @@ from waystone.cli.app import (
 )
 from waystone.cli.render import render_history, render_status, settled
 from waystone.errors import BadInput
+from waystone.preset.approval import edited_args
 
 
 @app.command()

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from waystone.errors import BadInput, PermanentError
-from waystone.nodes.waits import SignalWait
+from waystone.runs.waits import SignalWait
 
 Receipt = dict[str, Any]
 ApplyFn = Callable[[dict[str, Any], str, float], Receipt]

@@ -14,12 +14,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from waystone.agent import AgentSpec, Check, CheckResult
 from waystone.effects import http
 from waystone.effects.tools import Tool
 from waystone.errors import BadInput
-from waystone.policy import Rule, RulePolicy
-from waystone.proposers import Proposal, Proposer, ScriptedProposer
+from waystone.preset.policy import Rule, RulePolicy
+from waystone.preset.proposers import Proposal, Proposer, ScriptedProposer
+from waystone.preset.spec import AgentSpec, Check, CheckResult
 
 DEFAULT_PAYMENTS_URL = "http://127.0.0.1:8700"
 

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from waystone import AgentSpec
 from waystone.examples import refund
-from waystone.nodes.waits import SignalWait
+from waystone.runs.waits import SignalWait
 
 
 def _with_wait(name: str, wait: SignalWait) -> AgentSpec:

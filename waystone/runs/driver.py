@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from waystone.crash import crash_point
-from waystone.graph.state import initial_state
 from waystone.runs.registry import Run, RunRegistry
 from waystone.runs.signals import APPROVAL, RESUME, Signal, SignalBox
 
@@ -106,11 +105,12 @@ def drive(
     control: RunControl | None = None,
     preset: bool = True,
     context: Any = None,
+    start: Callable[[Run], Any] | None = None,
 ) -> Run:
     """Resume the graph of a claimed run until it waits or ends, and record where.
-    ``preset``: the agent preset's graph (its first state is built from the run's goal and
-    input, and it ends on the outcome it records); else a user's graph, given the run's
-    input as it is and done when it ends. ``context`` reaches its nodes' effects (see
+    ``preset``: the agent preset's graph (it ends on the outcome it records); else a user's
+    graph, done when it ends. ``start`` makes the graph's first input from the run (the
+    run's input as it is, by default). ``context`` reaches its nodes' effects (see
     :mod:`waystone.effects`), in ``configurable["__waystone__"]``."""
     steps = _steps(
         graph,
@@ -120,6 +120,7 @@ def drive(
         recursion_limit=recursion_limit,
         preset=preset,
         context=context,
+        start=start,
     )
     move: Callable[[], Any] = steps.__next__
     while True:
@@ -144,6 +145,7 @@ async def adrive(
     control: RunControl | None = None,
     preset: bool = True,
     context: Any = None,
+    start: Callable[[Run], Any] | None = None,
 ) -> Run:
     """:func:`drive` on an event loop: the graph runs with ``ainvoke`` (its async nodes,
     effects and models on this loop), and what the drive reads and records between two
@@ -156,6 +158,7 @@ async def adrive(
         recursion_limit=recursion_limit,
         preset=preset,
         context=context,
+        start=start,
     )
     move: Callable[[], Any] = steps.__next__
     while True:
@@ -195,6 +198,7 @@ def _steps(
     recursion_limit: int | None,
     preset: bool,
     context: Any,
+    start: Callable[[Run], Any] | None,
 ) -> Steps:
     """The drive, both sync and async: it yields each invocation of the graph (a payload
     and a config) and is sent its output (or thrown its error); it decides what to resume
@@ -207,7 +211,7 @@ def _steps(
     number = run.run_number or 1
     if not preset:  # kept in each checkpoint's metadata: which run of the thread wrote it
         config["configurable"][RUN_KEY] = run.run_id
-    first = initial_state(run.goal, run.input) if preset else run.input
+    first = start(run) if start is not None else run.input
     payload: Any = None
     snapshot: StateSnapshot | Reached | None = None
     if run.started is False:  # the claim saw no checkpoint: nothing to read back

@@ -11,12 +11,12 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import interrupt
 
-from waystone.approval import ApprovalRequest, parse_decision
 from waystone.crash import crash_point
 from waystone.effects.keys import action_digest, idempotency_key
 from waystone.errors import BadInput
-from waystone.graph.ports import Ports
-from waystone.graph.state import Action, AgentState
+from waystone.preset.approval import ApprovalRequest, parse_decision
+from waystone.preset.graph.ports import Ports
+from waystone.preset.graph.state import Action, AgentState
 
 
 def make_authorize(ports: Ports) -> Any:

@@ -6,8 +6,8 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from waystone.graph.ports import Ports
-from waystone.graph.state import AgentState
+from waystone.preset.graph.ports import Ports
+from waystone.preset.graph.state import AgentState
 
 APPROVING = ("allow", "approve", "edit")
 

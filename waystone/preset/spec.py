@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from waystone.effects.tools import Tool
-from waystone.policy import Policy
-from waystone.proposers import Proposer
+from waystone.preset.policy import Policy
+from waystone.preset.proposers import Proposer
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,10 @@ from waystone.crash import crash_point
 from waystone.effects.keys import action_digest, idempotency_key
 from waystone.effects.tools import Tool
 from waystone.errors import PermanentError
-from waystone.graph.ports import Ports, RunScope
-from waystone.graph.state import Action, AgentState
 from waystone.hints import requeue_command
-from waystone.proposers import Proposal, ProposalContext, correction_budget
+from waystone.preset.graph.ports import Ports, RunScope
+from waystone.preset.graph.state import Action, AgentState
+from waystone.preset.proposers import Proposal, ProposalContext, correction_budget
 
 T = TypeVar("T")
 

@@ -11,10 +11,10 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Send
 
-from waystone.agent import AgentSpec
 from waystone.crash import crash_point
-from waystone.graph.ports import Ports
-from waystone.graph.state import AgentState, CheckTask
+from waystone.preset.graph.ports import Ports
+from waystone.preset.graph.state import AgentState, CheckTask
+from waystone.preset.spec import AgentSpec
 
 CHECK_NODE = "check"
 

@@ -9,9 +9,9 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
-from waystone.agent import AgentSpec
-from waystone.graph.builder import goto
-from waystone.graph.state import applied
+from waystone.preset.graph.builder import goto
+from waystone.preset.graph.state import applied
+from waystone.preset.spec import AgentSpec
 
 # The node that ended a run -> the node its requeue resumes after (so routing re-enters it):
 # execute again with the same action and key, confirm again, or ask again.

@@ -1,7 +1,7 @@
 """Build and compile the agent graph: propose -> authorize -> execute -> confirm -> verify.
 
 Each node routes itself: it returns a ``Command`` with its update and where the graph goes
-next, worked out by the pure functions of :mod:`waystone.graph.routing` on the state as
+next, worked out by the pure functions of :mod:`waystone.preset.graph.routing` on the state as
 the next step will read it. The same as a conditional edge after the node, without the
 edge's own runnable and callbacks on every step.
 """
@@ -17,15 +17,15 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
-from waystone.agent import AgentSpec
-from waystone.graph import routing
-from waystone.graph.ports import Ports
-from waystone.graph.state import AgentState, applied, changes
-from waystone.nodes.authorize import make_authorize
-from waystone.nodes.confirm import make_confirm
-from waystone.nodes.execute import make_execute
-from waystone.nodes.propose import make_propose
-from waystone.nodes.verify import CHECK_NODE, fan_out, make_check, make_verify
+from waystone.preset.graph import routing
+from waystone.preset.graph.ports import Ports
+from waystone.preset.graph.state import AgentState, applied, changes
+from waystone.preset.nodes.authorize import make_authorize
+from waystone.preset.nodes.confirm import make_confirm
+from waystone.preset.nodes.execute import make_execute
+from waystone.preset.nodes.propose import make_propose
+from waystone.preset.nodes.verify import CHECK_NODE, fan_out, make_check, make_verify
+from waystone.preset.spec import AgentSpec
 
 NODES = ("propose", "authorize", "execute", "confirm", "verify")
 

@@ -18,9 +18,9 @@ from waystone.crash import crash_point
 from waystone.effects.ledger import Effect, Note
 from waystone.effects.tools import Tool
 from waystone.errors import PermanentError, TransientError, UnknownOutcome
-from waystone.graph.ports import Ports, RunScope
-from waystone.graph.state import Action, AgentState
-from waystone.nodes.waits import SignalTimeout, wait_for_signal
+from waystone.preset.graph.ports import Ports, RunScope
+from waystone.preset.graph.state import Action, AgentState
+from waystone.runs.waits import SignalTimeout, wait_for_signal
 
 
 def _read_back(scope: RunScope, tool: Tool, action: Action, receipt: dict[str, Any]) -> Any:

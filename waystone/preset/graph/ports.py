@@ -8,11 +8,11 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from waystone.agent import AgentSpec
 from waystone.effects.context import EffectContext
 from waystone.effects.ledger import Ledger
 from waystone.effects.runner import EffectRunner
 from waystone.effects.tools import RetryPolicy, Tool
+from waystone.preset.spec import AgentSpec
 from waystone.runs.leases import progressed
 from waystone.runs.registry import RunRegistry
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from waystone.graph.state import AgentState
+from waystone.preset.graph.state import AgentState
 
 AfterPropose = Literal["authorize", "propose", "verify-checks", "end"]
 AfterAuthorize = Literal["execute", "authorize", "end"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 
-from waystone.agent import AgentSpec
 from waystone.errors import BadInput
 from waystone.imports import import_object
+from waystone.preset.spec import AgentSpec
 
 
 def default_agents() -> dict[str, AgentSpec]:
