@@ -36,7 +36,7 @@ from waystone.privacy.seal import open_value
 from waystone.privacy.vault import Vault
 from waystone.runs import driver, leases
 from waystone.runs.registry import PastRun, Run, RunRegistry, process_owner
-from waystone.runs.signals import APPROVAL, RESUME, Signal, SignalBox
+from waystone.runs.signals import APPROVAL, RESUME, SignalBox
 from waystone.status import RunStatus as RunStatus
 from waystone.status import not_runnable, past_status, status_of
 
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from waystone.checkpointing.saver import WaystoneSaver
     from waystone.effects.context import EffectContext
     from waystone.effects.ledger import Ledger
+    from waystone.preset.decisions import Decisions
     from waystone.preset.spec import AgentSpec
 
 logger = logging.getLogger(__name__)
@@ -748,7 +749,7 @@ class Runtime:
                 graph,
                 self.agent(run.agent),
                 driver.graph_config(run.thread_id, lease_token=run.lease_token),
-                ended_at="authorize" if self._rejected(graph, thread_id) else None,
+                ended_at="authorize" if self._decisions.rejected(graph, thread_id) else None,
             )
         # A person's action on a run nobody holds: it writes with the run's current token,
         # so a zombie that still thinks it holds the run stays fenced out.
@@ -822,7 +823,9 @@ class Runtime:
         args: dict[str, Any] | None = None,
     ) -> RunStatus:
         """Record an approval (or an edit, with ``args``) for the action the run waits on."""
-        return self._decide(thread_id, "edit" if args else "approve", by, comment, args)
+        choice = "edit" if args else "approve"
+        self._decisions.decide(thread_id, choice, self._who(by), comment, args)
+        return self.status(thread_id)
 
     def _refuse_personal_data(self, kind: str, value: str | None) -> None:
         """Identifiers are stored readable: one holding personal data is refused."""
@@ -835,118 +838,15 @@ class Runtime:
     def reject(self, thread_id: str, *, by: str, reason: str) -> RunStatus:
         """Reject the action the run waits on: the run ends ``failed`` with the reason, at
         once (no worker resumes it for that)."""
-        return self._decide(thread_id, "reject", by, reason, None)
-
-    def _decide(
-        self,
-        thread_id: str,
-        choice: str,
-        by: str,
-        comment: str | None,
-        args: dict[str, Any] | None,
-    ) -> RunStatus:
-        by = self._who(by)
-        run = self.registry.get(thread_id)
-        # read whatever the run's state: a repeat of the decision that moved it on is one
-        waiting_on = driver.pending_interrupt(self.graph(run.agent), thread_id)
-        pending = waiting_on.value if waiting_on is not None else None
-        not_waiting = (
-            f"run {thread_id} is {run.state} and not waiting for an approval; "
-            f"nothing to decide (see {command('status', thread_id)})"
-        )
-        if waiting_on is None or pending is None or pending.get("kind") != APPROVAL:
-            raise TransitionNotAllowed(not_waiting)
-        raw: dict[str, Any] = {
-            "choice": choice,
-            "digest": pending["digest"],
-            "key": pending["idempotency_key"],
-            "by": by,
-        }
-        if comment is not None:
-            raw["comment"] = comment
-        if args is not None:
-            raw["args"] = args
-        from waystone.preset.approval import parse_decision
-
-        decision = parse_decision(raw)
-        if decision.args is not None:
-            tool = self.agent(run.agent).tool(pending["tool"])
-            assert tool is not None
-            tool.validate_edit(pending["args"], decision.args)
-        record = decision.to_dict()
-        summary = f"{choice} by {by}" + (f": {comment}" if comment else "")
-        if run.state != "waiting":
-            found = self.signals.get(thread_id, APPROVAL, waiting_on.id)
-            if found is None:
-                raise TransitionNotAllowed(not_waiting)
-            signal, created = found, False
-        elif choice == "reject":
-            signal, created = self._reject(run, waiting_on.id, record, summary)
-        else:
-            signal, created = self.signals.record(
-                thread_id, APPROVAL, waiting_on.id, record, actor=by
-            )
-            if created:
-                self.registry.event(thread_id, "decision", summary, {"decision": record}, actor=by)
-        if not created:
-            if signal.payload != self.vault.redact(record):
-                raise TransitionNotAllowed(
-                    f"a different decision ({signal.payload.get('choice')} by "
-                    f"{signal.payload.get('by')}) is already recorded for this action"
-                )
-            self.registry.event(
-                thread_id, "decision-repeated", summary, {"decision": record}, actor=by
-            )
+        self._decisions.decide(thread_id, "reject", self._who(by), reason, None)
         return self.status(thread_id)
 
-    def _reject(
-        self, run: Run, interrupt_id: str, record: dict[str, Any], summary: str
-    ) -> tuple[Signal, bool]:
-        """Record a rejection and end the run with it, in one transaction: the decision, its
-        event and the move from ``waiting`` to ``failed`` under the lease token the run was
-        read with. A claim that commits first (after another decision, or a takeover)
-        keeps the run, and nothing is changed. The graph still waits in ``authorize``; a
-        requeue asks again (see :meth:`_rejected`)."""
-        thread_id, by = run.thread_id, record["by"]
-        try:
-            with self.db.transaction() as conn:
-                signal, created = self.signals.record(
-                    thread_id, APPROVAL, interrupt_id, record, actor=by, conn=conn
-                )
-                if not created:
-                    return signal, False
-                self.registry.event(
-                    thread_id, "decision", summary, {"decision": record}, actor=by, conn=conn
-                )
-                self.registry.transition(
-                    thread_id,
-                    "failed",
-                    reason=f"rejected by {by}: {record['comment']}",
-                    evidence={"decision": record},
-                    from_states=("waiting",),
-                    lease_token=run.lease_token,
-                    actor=by,
-                    spend_signals=True,  # the rejection itself, and any stale approval
-                    conn=conn,
-                )
-        except (LeaseLost, TransitionNotAllowed):
-            current = self.registry.get(thread_id)
-            raise TransitionNotAllowed(
-                f"run {thread_id} moved on while the rejection was being recorded (it is "
-                f"{current.state} now); nothing was changed (see {command('status', thread_id)})"
-            ) from None
-        return signal, True
+    @cached_property
+    def _decisions(self) -> Decisions:
+        from waystone.preset.decisions import Decisions
 
-    def _rejected(self, graph: CompiledStateGraph[Any], thread_id: str) -> bool:
-        """Whether the run ended on the rejection of the approval its graph waits on."""
-        waiting_on = driver.pending_interrupt(graph, thread_id)
-        if waiting_on is None or waiting_on.value.get("kind") != APPROVAL:
-            return False
-        decision = self.signals.get(thread_id, APPROVAL, waiting_on.id)
-        return (
-            decision is not None
-            and decision.consumed_at is not None
-            and decision.payload.get("choice") == "reject"
+        return Decisions(
+            self.db, self.registry, self.signals, self.vault.redact, self.graph, self.agent
         )
 
     def history(self, thread_id: str) -> dict[str, Any]:
