@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
     from langgraph.runtime import RunControl
 
+    from waystone.checkpointing.loops import LoopSavers
     from waystone.checkpointing.saver import WaystoneSaver
     from waystone.effects.context import EffectContext
     from waystone.effects.ledger import Ledger
@@ -155,7 +156,41 @@ class Runtime:
         self.close()
 
     def close(self) -> None:
+        if "_loop_savers" in self.__dict__:
+            self._loop_savers.close()
         self.db.close()
+
+    async def aclose(self) -> None:
+        """:meth:`close`, from a coroutine: this loop's async pool is closed before it
+        returns."""
+        if "_loop_savers" in self.__dict__:
+            await self._loop_savers.aclose()
+        await asyncio.to_thread(self.db.close)
+
+    @cached_property
+    def _loop_savers(self) -> LoopSavers:
+        from waystone.checkpointing.loops import LoopSavers
+
+        return LoopSavers(self.settings, self.db.url)
+
+    async def agraph(self, agent: str) -> CompiledStateGraph[Any]:
+        """:meth:`graph`, saving natively on the running loop's async pool (one per loop:
+        see :mod:`waystone.checkpointing.loops`)."""
+        from waystone.checkpointing.saver import WaystoneSaver
+
+        graph = self.graph(agent)
+        here = await self._loop_savers.current()
+        made = here.graphs.get(agent)
+        if made is None or made[0] is not graph:  # new, or registered again since
+            saver = graph.checkpointer
+            twin = (
+                graph.copy(update={"checkpointer": here.twin(saver)})
+                if isinstance(saver, WaystoneSaver)
+                else graph
+            )
+            made = here.graphs[agent] = (graph, twin)
+        found: CompiledStateGraph[Any] = made[1]
+        return found
 
     # -- agents and graphs -------------------------------------------------------------
 
@@ -469,8 +504,8 @@ class Runtime:
     ) -> Run | None:
         """:meth:`drive` on this event loop: the graph runs with ``ainvoke``, so its async
         nodes, effects and models run here; what the drive records between its steps runs
-        in a worker thread."""
-        graph = self.graph(claimed.agent)
+        in a worker thread. Its checkpoints are saved on this loop's async pool."""
+        graph = await self.agraph(claimed.agent)
         with self._leased(claimed, on_stuck):
             try:
                 return await driver.adrive(

@@ -214,3 +214,13 @@ def make_async_saver(
     saver._vault = None
     saver._apool = apool
     return saver
+
+
+def twin_of(saver: WaystoneSaver, apool: AsyncConnectionPool[AsyncConn]) -> AsyncWaystoneSaver:
+    """``saver`` with native async saves on ``apool``: the same pools, serializer, and what
+    is held for the next save (shared, not copied), so statements ridden through either
+    one commit with the next save through either."""
+    twin = AsyncWaystoneSaver.__new__(AsyncWaystoneSaver)
+    twin.__dict__.update(saver.__dict__)
+    twin._apool = apool
+    return twin
