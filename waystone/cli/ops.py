@@ -73,6 +73,15 @@ def worker(
             help="Fallback poll when no NOTIFY arrives.",
         ),
     ] = 5.0,
+    use_async: Annotated[
+        bool,
+        typer.Option(
+            "--async",
+            envvar="WAYSTONE_WORKER_ASYNC",
+            help="Drive the runs as tasks on one event loop (graphs with async nodes); "
+            "--concurrency is then tasks, not threads.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
     database_url: DbOpt = None,
 ) -> None:
@@ -82,6 +91,12 @@ def worker(
     from waystone import logs
     from waystone.runtime import Runtime
     from waystone.worker import Worker
+
+    kind = Worker
+    if use_async:
+        from waystone.async_worker import AsyncWorker
+
+        kind = AsyncWorker
 
     def body() -> None:
         logs.configure()  # each line about a run carries its thread_id
@@ -93,7 +108,7 @@ def worker(
             for handler in logging.getLogger().handlers:
                 handler.addFilter(rt.vault.log_filter())  # no personal data in the logs
             try:
-                w = Worker(
+                w = kind(
                     rt,
                     concurrency=concurrency,
                     name=name,

@@ -1,0 +1,58 @@
+"""``waystone worker --async``: one worker process drives many runs of an async graph at
+once on one event loop, on a bounded number of Postgres connections."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import make_conninfo
+
+from tests.acceptance.conftest import Workers
+from tests.conftest import wait_until
+from tests.support.async_graphs import gather_graph
+from waystone import Runtime, Settings
+from waystone.examples.provider import ProviderProcess
+
+RUNS = 20
+POOL = 3  # WAYSTONE_POOL_MAX_SIZE: of the sync pool, and of the loop's async pool
+
+
+def test_one_async_worker_drives_twenty_runs_at_once_on_a_bounded_pool(
+    database_url: str,
+    provider: ProviderProcess,
+    workers: Workers,
+    sql: psycopg.Connection[Any],
+    tmp_path: Path,
+    monkeypatch: Any,
+) -> None:
+    env = {
+        "WAYSTONE_GRAPHS": "gather=tests.support.async_graphs:gather_graph",
+        "GATHER_RUNS": str(RUNS),
+        "GATHER_DIR": str(tmp_path),
+        "WAYSTONE_POOL_MAX_SIZE": str(POOL),
+        "WAYSTONE_DATABASE_URL": make_conninfo(database_url, application_name="async-worker"),
+    }
+    for name in ("GATHER_RUNS", "GATHER_DIR"):
+        monkeypatch.setenv(name, env[name])
+    with Runtime(Settings(database_url=database_url), graphs={"gather": gather_graph}) as rt:
+        ids = [rt.start("gather", {"name": f"r{i}"}).thread_id for i in range(RUNS)]
+
+    worker = workers.spawn("--async", "--concurrency", "200", "--until-idle", env=env)
+    wait_until(lambda: (tmp_path / "all-in").exists(), "every run waits in its node at once")
+    held = sql.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'async-worker'"
+    ).fetchone()
+    (tmp_path / "go").write_text("go")
+    assert worker.wait(timeout=120) == 0, workers.output(worker)
+
+    # all twenty awaited in their node together, on the two pools and the listener
+    assert held is not None and held[0] <= 2 * POOL + 1 < RUNS
+    states = dict(sql.execute("SELECT state, count(*) FROM waystone.runs GROUP BY state"))
+    assert states == {"done": RUNS}
+    sent = provider.ledger()["notifications"]
+    assert sorted(n["to"] for n in sent) == sorted(f"r{i}@example.com" for i in range(RUNS))
+    assert len({n["client_ref"] for n in sent}) == RUNS  # each effect once
+    assert workers.summary(worker)["driven"] == RUNS
+    assert len(ids) == RUNS
