@@ -66,6 +66,21 @@ def compile_graph(
     )
 
 
+def needs_async(graph: Pregel[Any, Any, Any, Any]) -> bool:
+    """Whether a compiled graph has a node (in it or in a subgraph) that is only async
+    (``async def``): ``invoke`` refuses those, only ``ainvoke`` runs them."""
+    from langgraph._internal._runnable import RunnableCallable
+    from langgraph.pregel import Pregel
+
+    for node in graph.nodes.values():
+        bound = node.bound
+        if isinstance(bound, RunnableCallable) and bound.func is None and bound.afunc:
+            return True
+        if isinstance(bound, Pregel) and needs_async(bound):
+            return True
+    return False
+
+
 def check_names(agents: Mapping[str, object], graphs: Mapping[str, object]) -> None:
     """A name runs one thing: an agent or a graph, never both."""
     both = sorted(set(agents) & set(graphs))

@@ -91,6 +91,7 @@ class Runtime:
         self.signals = SignalBox(self.db, redact=protect, reveal=reveal)
         self._graphs: dict[str, CompiledStateGraph[Any]] = {}
         self._budgets: dict[str, float] = {}  # agent -> its step budget (see `leases`)
+        self._async_only: set[str] = set()  # graphs with async-only nodes (see `drive`)
         self.owner = process_owner()
 
     # The agents, the saver and the ledger are made on first use: a command that only reads
@@ -205,6 +206,7 @@ class Runtime:
         check_names(self.agents, {name: source})
         self.graph_sources[check_identifier("agent name", name)] = source
         self._graphs.pop(name, None)
+        self._async_only.discard(name)
 
     def agent(self, name: str) -> AgentSpec:
         try:
@@ -229,11 +231,13 @@ class Runtime:
         """The compiled graph of an agent or a user's graph, checkpointed in this runtime's
         Postgres."""
         if agent not in self._graphs and self.is_graph(agent):
-            from waystone.graphs import compile_graph
+            from waystone.graphs import compile_graph, needs_async
 
             # a Pregel (an @entrypoint's) has what the runtime uses of a compiled StateGraph
             compiled = compile_graph(agent, self.graph_sources[agent], self.saver)
             self._graphs[agent] = cast("CompiledStateGraph[Any]", compiled)
+            if needs_async(compiled):
+                self._async_only.add(agent)
             # its nodes' longest wait is unknown: that of a model call, as for the preset's
             self._budgets[agent] = self.settings.model_timeout_s + self.settings.step_margin_s
         if agent not in self._graphs:
@@ -478,8 +482,11 @@ class Runtime:
         another process took it over (nothing more is written), :class:`DatabaseUnavailable`
         when Postgres went away (the lease expires and the run is picked up again). A drive
         that makes no progress for its agent's step budget is stuck: its lease is left to
-        lapse and ``on_stuck`` is called, from another thread."""
+        lapse and ``on_stuck`` is called, from another thread. A graph with async nodes is
+        driven by :meth:`adrive` on an event loop of its own, unless this thread runs one."""
         graph = self.graph(claimed.agent)
+        if claimed.agent in self._async_only and not _in_loop():
+            return asyncio.run(self.adrive(claimed, control, on_stuck))
         with self._leased(claimed, on_stuck):
             try:
                 return driver.drive(
@@ -889,3 +896,12 @@ class Runtime:
         from waystone.history import history
 
         return history(self, thread_id)
+
+
+def _in_loop() -> bool:
+    """Whether this thread runs an event loop (where ``asyncio.run`` cannot start one)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True

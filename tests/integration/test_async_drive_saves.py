@@ -146,3 +146,17 @@ def test_closing_the_runtime_closes_the_pool_of_a_loop_still_running(
         return pools[0].closed
 
     assert asyncio.run(drive_then_close()) is True
+
+
+def test_an_async_graph_driven_by_the_sync_run_ends_done_not_failed(
+    rt: Runtime, batches: list[Batch]
+) -> None:
+    """``invoke`` and ``run`` (the CLI's ``waystone run``, a threaded worker's slot) drive a
+    graph of async nodes on an event loop of their own: ``graph.invoke`` refuses them."""
+    done = rt.invoke("two", {"steps": []}, thread_id="sync-1")
+    queued = rt.start("two", {"steps": []}, thread_id="sync-2")
+    ran = rt.run(queued.thread_id)
+
+    assert (done.state, ran.state) == ("done", "done"), (done.reason, ran.reason)
+    assert rt.graph("two").get_state(rt.config("sync-2")).values["steps"] == ["one", "one"]
+    assert len([b for b in batches if b.own]) == 4  # on each drive's own loop's pool
