@@ -1,7 +1,7 @@
 """The async saver of each running event loop: a psycopg ``AsyncConnectionPool`` belongs
 to the loop that opened it, so a process driving runs on several loops (``asyncio.run``
-called twice, a worker's loop beside a notebook's) has one pool, saver and set of compiled
-graphs per loop, made on the loop's first async drive.
+called twice, a worker's loop beside a notebook's) has one pool per loop, opened on the
+loop's first async drive, and on it a copy of each graph it drives, saving through it.
 
 Each loop's saver is a twin of a graph's sync saver: it shares what that saver holds
 for the next save (a node's ledger changes ride there, see ``WaystoneSaver.ride``), so a
