@@ -14,6 +14,7 @@ EDGES = (
     "waystone.pages",
     "waystone.web_security",
     "waystone.worker",
+    "waystone.async_worker",
     "waystone.dashboard",
     "waystone.examples",
     "waystone.__main__",
