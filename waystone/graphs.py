@@ -40,9 +40,10 @@ def load_graphs(text: str) -> dict[str, GraphSource]:
                 f"WAYSTONE_GRAPHS: {part!r} is not name=module:attribute "
                 '(e.g. WAYSTONE_GRAPHS="support=mypkg.agent:graph")'
             )
-        found[check_identifier("agent name", name.strip())] = import_object(
-            "WAYSTONE_GRAPHS", ref.strip()
-        )
+        named = check_identifier("agent name", name.strip())
+        if named in found:
+            raise BadInput(f"WAYSTONE_GRAPHS names {named!r} twice; give each graph one name")
+        found[named] = import_object("WAYSTONE_GRAPHS", ref.strip())
     return found
 
 
@@ -53,17 +54,29 @@ def compile_graph(
     from langgraph.graph import StateGraph
     from langgraph.pregel import Pregel
 
-    built = source
-    if not isinstance(built, StateGraph | Pregel) and callable(built):
-        built = built()
-    if isinstance(built, StateGraph):
-        return built.compile(checkpointer=saver)
-    if isinstance(built, Pregel):
-        return built.copy(update={"checkpointer": saver})
-    raise BadInput(
-        f"graph {name!r} is a {type(source).__name__}: register a StateGraph (uncompiled), "
-        "a function returning one, or a functional-API @entrypoint"
-    )
+    try:
+        built = source
+        if not isinstance(built, StateGraph | Pregel) and callable(built):
+            built = built()
+        if isinstance(built, StateGraph):
+            built = built.compile(checkpointer=saver)
+        elif isinstance(built, Pregel):
+            built = built.copy(update={"checkpointer": saver})
+    except Exception as exc:  # the user's code: whatever it raises, the graph is unusable
+        raise BadInput(f"graph {name!r} cannot be built: {type(exc).__name__}: {exc}") from exc
+    if not isinstance(built, Pregel):
+        raise BadInput(
+            f"graph {name!r} is a {type(source).__name__}: register a StateGraph "
+            "(uncompiled), a function returning one, or a functional-API @entrypoint"
+        )
+    if built.interrupt_before_nodes or built.interrupt_after_nodes:
+        # a static breakpoint stops the graph with nothing pending to answer: no run could
+        # tell it from the graph's end
+        raise BadInput(
+            f"graph {name!r} is compiled with interrupt_before/interrupt_after: call "
+            "interrupt() in the node instead (Waystone resumes it with `waystone resume`)"
+        )
+    return built
 
 
 def needs_async(graph: Pregel[Any, Any, Any, Any]) -> bool:

@@ -185,7 +185,7 @@ def run_page(h: Handler, req: Request) -> Response:
         parts.extend(
             f"<tr><td><code>{esc(i['id'])}</code></td>"
             f"<td><code>{esc(json.dumps(i['value'], default=str))}</code></td></tr>"
-            for i in status.interrupts
+            for i in shown(h, status).interrupts
         )
         parts.append(
             "</tbody></table><p>answer one with <code>waystone resume "

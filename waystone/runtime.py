@@ -311,6 +311,8 @@ class Runtime:
         self._refuse_personal_data("start key", key)
         if self.is_graph(agent):
             self.graph(agent)  # a source that is no graph is refused before anything is kept
+            if input is None:  # LangGraph's resume, not an input: a new run needs one
+                raise BadInput("a graph's run needs an input (--input), not null")
             clean = self.vault.redact(input)
             described = f"a run of the graph {agent}"
         else:
@@ -484,7 +486,7 @@ class Runtime:
         that makes no progress for its agent's step budget is stuck: its lease is left to
         lapse and ``on_stuck`` is called, from another thread. A graph with async nodes is
         driven by :meth:`adrive` on an event loop of its own, unless this thread runs one."""
-        graph = self.graph(claimed.agent)
+        graph = self._graph_of_claimed(claimed)
         if claimed.agent in self._async_only and not _in_loop():
             return asyncio.run(self.adrive(claimed, control, on_stuck))
         with self._leased(claimed, on_stuck):
@@ -503,6 +505,15 @@ class Runtime:
                 self.ledger.untaken(claimed.thread_id, claimed.lease_token)
         return None
 
+    def _graph_of_claimed(self, claimed: Run) -> CompiledStateGraph[Any]:
+        """The claimed run's graph; when this process cannot build it, the lease goes back
+        at once (another process may have a graph that builds) and the error is raised."""
+        try:
+            return self.graph(claimed.agent)
+        except BadInput:
+            self.registry.release(claimed.thread_id, claimed.lease_token)
+            raise
+
     async def adrive(
         self,
         claimed: Run,
@@ -512,6 +523,7 @@ class Runtime:
         """:meth:`drive` on this event loop: the graph runs with ``ainvoke``, so its async
         nodes, effects and models run here; what the drive records between its steps runs
         in a worker thread. Its checkpoints are saved on this loop's async pool."""
+        await asyncio.to_thread(self._graph_of_claimed, claimed)  # builds, or gives it back
         graph = await self.agraph(claimed.agent)
         with self._leased(claimed, on_stuck):
             try:
@@ -613,7 +625,11 @@ class Runtime:
         from waystone.effects.context import EffectContext
 
         return EffectContext(
-            self.ledger, self.registry, reveal=self.vault.reveal, redact=self.vault.redact
+            self.ledger,
+            self.registry,
+            reveal=self.vault.reveal,
+            redact=self.vault.redact,
+            flush=self.saver.flush,
         )
 
     def fork(
@@ -828,9 +844,17 @@ class Runtime:
         return status_of(run, nodes[0] if nodes else None, pending, self._lease(run))
 
     def revealed(self, status: RunStatus) -> RunStatus:
-        """``status`` with its pending approval's arguments holding the real values, for
-        an authenticated approver who must see whom an action reaches. Display only: the
-        result must not be stored or logged."""
+        """``status`` with its pending approval's arguments and its pending interrupts'
+        values holding the real values, for an authenticated approver who must see whom
+        an action reaches or what a question asks. Display only: the result must not be
+        stored or logged."""
+        if status.interrupts:
+            status = dataclasses.replace(
+                status,
+                interrupts=[
+                    {**i, "value": self.vault.reveal_shown(i["value"])} for i in status.interrupts
+                ],
+            )
         pending = status.pending_approval
         if not pending or "args" not in pending:
             return status

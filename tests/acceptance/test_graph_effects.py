@@ -130,3 +130,24 @@ def test_an_effect_before_an_interrupt_is_made_once_and_twice_on_the_stock_saver
     assert state["answer"] == "yes"
     twice = [n["to"] for n in provider.ledger()["notifications"] if n["client_ref"] == "stock"]
     assert twice == ["bo@example.com", "bo@example.com"]
+
+
+@pytest.mark.parametrize("armed", ["execute:after-apply", "execute:after-receipt"])
+def test_an_effect_in_the_graphs_first_node_is_made_once_across_a_crash(
+    armed: str, graph_cli: Cli, provider: ProviderProcess
+) -> None:
+    """The effect's key derives from its task, and the task from the checkpoint its step
+    began from: a new run's first checkpoints, held to commit with its first node's,
+    are committed before that node's first effect, so the run killed after the provider
+    applied it resumes from the same checkpoint, with the same key, and finds it."""
+    started = _json(
+        graph_cli(
+            "start", "--graph", "interrupting", "--input", '{"to": "ana@example.com"}', "--json"
+        )
+    )
+    thread_id = started["thread_id"]
+    killed = graph_cli("run", thread_id, "--json", env={"WAYSTONE_CRASH_AT": armed})
+    assert killed.returncode == -9, f"{armed} was never reached: {killed.stdout}{killed.stderr}"
+    waiting = _json(graph_cli("run", thread_id, "--json"))
+    assert waiting["state"] == "waiting", waiting
+    assert [n["to"] for n in provider.ledger()["notifications"]] == ["ana@example.com"]

@@ -13,13 +13,18 @@ from tests.conftest import Cli
 from tests.support.graphs import (
     GRAPHS,
     ask_graph,
+    breakpoint_graph,
+    broken_builder,
     chat_graph,
     fan_graph,
     functional_workflow,
+    look_alike_graph,
+    refund_graph,
     two_questions_graph,
 )
 from waystone import Runtime, Settings
 from waystone.errors import BadInput, LeaseLost, TransitionNotAllowed
+from waystone.examples.provider import ProviderProcess
 
 
 @pytest.fixture
@@ -30,6 +35,8 @@ def rt(database_url: str) -> Iterator[Runtime]:
         "chat": chat_graph,
         "fan": fan_graph,
         "flow": functional_workflow(),
+        "alike": look_alike_graph,
+        "pay": refund_graph,
     }
     with Runtime(Settings(database_url=database_url), graphs=graphs) as runtime:
         yield runtime
@@ -295,3 +302,101 @@ def test_bad_graph_input_exits_2(graph_cli: Cli) -> None:
     assert broken.returncode == 2 and "name=module:attribute" in broken.stderr
     value = graph_cli("resume", "some-thread", "--value", "{not json")
     assert value.returncode == 2
+
+
+def test_a_start_key_given_again_after_its_run_ended_starts_no_second_run(rt: Runtime) -> None:
+    first = rt.invoke("chat", _said("hello"), thread_id="chat-retry", key="msg-a")
+    again = rt.invoke("chat", _said("hello"), thread_id="chat-retry", key="msg-a")
+    assert (again.run_number, again.run_id) == (1, first.run_id)
+    assert rt.start("chat", _said("hello"), thread_id="chat-retry", key="msg-a").run_number == 1
+    messages = rt.graph("chat").get_state(rt.config("chat-retry")).values["messages"]
+    assert [m.content for m in messages] == ["hello", "echo hello (1 so far)"]
+
+
+def test_a_start_key_another_threads_run_holds_gives_that_run(rt: Runtime) -> None:
+    rt.invoke("chat", _said("hello"), thread_id="chat-a", key="msg-b")
+    rt.invoke("chat", _said("other"), thread_id="chat-b")
+    found = rt.invoke("chat", _said("hello"), thread_id="chat-b", key="msg-b")
+    assert found.thread_id == "chat-a"
+    with pytest.raises(TransitionNotAllowed, match="another agent or input"):
+        rt.start("chat", _said("different"), thread_id="chat-b", key="msg-b")
+    assert len(rt.history("chat-b")["runs"]) == 1
+
+
+def test_a_new_run_on_a_thread_moves_the_lease_token_on(rt: Runtime) -> None:
+    rt.invoke("chat", _said("one"), thread_id="chat-token")
+    ended = rt.registry.get("chat-token").lease_token
+    rt.start("chat", _said("two"), thread_id="chat-token")
+    assert rt.registry.get("chat-token").lease_token == ended + 1
+
+
+def test_interrupts_that_look_like_waystones_waits_are_the_graphs_own(rt: Runtime) -> None:
+    waiting = rt.invoke("alike", {"question": "q"})
+    assert (waiting.state, waiting.waiting_for) == ("waiting", "resume")
+    assert [i["value"]["kind"] for i in waiting.interrupts] == ["approval"]
+    rt.resume(waiting.thread_id, "one")
+    second = rt.run(waiting.thread_id)
+    assert [i["value"]["kind"] for i in second.interrupts] == ["signal"]
+    rt.resume(waiting.thread_id, "two")
+    assert rt.run(waiting.thread_id).state == "done"
+    assert rt.graph("alike").get_state(rt.config(waiting.thread_id)).values["answer"] == "one/two"
+
+
+def test_a_graph_with_a_static_breakpoint_is_refused(database_url: str) -> None:
+    settings = Settings(database_url=database_url)
+    with Runtime(settings, graphs={"bp": breakpoint_graph()}) as runtime:
+        with pytest.raises(BadInput, match="interrupt_before/interrupt_after"):
+            runtime.start("bp", {"question": "q"})
+        assert runtime.list() == []
+
+
+def test_a_builder_that_raises_is_bad_input(database_url: str) -> None:
+    settings = Settings(database_url=database_url)
+    with Runtime(settings, graphs={"broken": broken_builder}) as runtime:
+        with pytest.raises(BadInput, match="cannot be built: RuntimeError: the user's builder"):
+            runtime.start("broken", {})
+        assert runtime.list() == []
+
+
+def test_a_graph_named_twice_in_waystone_graphs_is_refused() -> None:
+    from waystone.graphs import load_graphs
+
+    with pytest.raises(BadInput, match="twice"):
+        load_graphs("a=tests.support.graphs:chat_graph,a=tests.support.graphs:ask_graph")
+
+
+def test_a_graphs_run_needs_an_input(rt: Runtime) -> None:
+    with pytest.raises(BadInput, match="needs an input"):
+        rt.start("chat", None)  # type: ignore[arg-type]
+    assert rt.list() == []
+
+
+def test_an_authenticated_viewer_sees_an_interrupts_real_values(rt: Runtime) -> None:
+    waiting = rt.invoke("ask", {"question": "mail ana@example.com?"})
+    [stored] = waiting.interrupts
+    assert "ana@example.com" not in json.dumps(stored)
+    [shown] = rt.revealed(waiting).interrupts
+    assert shown["value"] == {"question": "mail ana@example.com?"}
+
+
+def test_requeue_leaves_an_earlier_runs_effects_as_they_were(
+    rt: Runtime, provider: ProviderProcess, sql: psycopg.Connection[Any]
+) -> None:
+    provider.inject("refunds", "permanent", times=2)
+    first = rt.invoke("pay", {"order_id": "o-1"}, thread_id="pay-twice")
+    assert first.state == "failed"
+    second = rt.invoke("pay", {"order_id": "o-2"}, thread_id="pay-twice")
+    assert second.state == "failed"
+    before = sql.execute(
+        "SELECT key, status, attempts FROM waystone.effects WHERE thread_id = %s ORDER BY key",
+        ("pay-twice",),
+    ).fetchall()
+    assert [status for _, status, _ in before] == ["failed", "failed"]
+    rt.requeue("pay-twice", by="ops", reason="the provider is fixed")
+    statuses = dict(
+        sql.execute(
+            "SELECT e.args->>'order_id', e.status FROM waystone.effects e WHERE thread_id = %s",
+            ("pay-twice",),
+        ).fetchall()
+    )
+    assert statuses == {"o-1": "failed", "o-2": "intent"}

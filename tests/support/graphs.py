@@ -107,3 +107,59 @@ def functional_workflow() -> Any:
         return {"loud": loud, "answer": str(answer)}
 
     return workflow
+
+
+def _look_alikes(state: Ticket) -> dict[str, Any]:
+    first = interrupt({"kind": "approval", "what": "not Waystone's approval"})
+    second = interrupt({"kind": "signal", "what": "not Waystone's signal wait"})
+    return {"answer": f"{first}/{second}"}
+
+
+def look_alike_graph() -> StateGraph[Any]:
+    """interrupt() values that look like Waystone's own waits but are the graph's."""
+    builder: StateGraph[Any] = StateGraph(Ticket)
+    builder.add_node("ask", _look_alikes)
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", END)
+    return builder
+
+
+def breakpoint_graph() -> Any:
+    """A graph compiled with a static breakpoint (interrupt_before)."""
+    return ask_graph().compile(interrupt_before=["ask"])
+
+
+def broken_builder() -> StateGraph[Any]:
+    raise RuntimeError("the user's builder fails")
+
+
+def refund_graph() -> StateGraph[Any]:
+    """One node refunding the order its input names, on the example provider."""
+    import os
+
+    import waystone
+    from waystone.effects import http
+
+    @waystone.effect(idempotent_by_key=True, timeout_s=10)
+    def refund(order_id: str, *, key: str) -> dict[str, Any]:
+        made: dict[str, Any] = http.request(
+            "POST",
+            f"{os.environ['WAYSTONE_PAYMENTS_URL']}/refunds",
+            json={"order_id": order_id, "amount": "5.00", "currency": "EUR"},
+            headers={"Idempotency-Key": key},
+            timeout=10,
+        )
+        return made
+
+    def pay(state: dict[str, Any]) -> dict[str, Any]:
+        return {"receipt": refund(order_id=state["order_id"])}
+
+    class Order(TypedDict, total=False):
+        order_id: str
+        receipt: dict[str, Any]
+
+    builder: StateGraph[Any] = StateGraph(Order)
+    builder.add_node("pay", pay)
+    builder.add_edge(START, "pay")
+    builder.add_edge("pay", END)
+    return builder

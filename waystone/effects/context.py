@@ -55,6 +55,10 @@ class EffectContext:
     registry: RunRegistry
     reveal: Callable[[Any], Any] = field(default=lambda value: value)
     redact: Callable[[Any], Any] = field(default=lambda value: value)
+    # commits what the saver holds for a thread (a new run's first checkpoints, held to go
+    # with its first node's): the step's checkpoint must be durable before an effect whose
+    # key derives from it, or a crash would give the re-run task another id
+    flush: Callable[[str], None] = field(default=lambda thread_id: None)
 
     def event(
         self, thread_id: str, fence: int | None, kind: str, reason: str, evidence: dict[str, Any]

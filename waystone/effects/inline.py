@@ -131,6 +131,7 @@ class EffectSpec:
         return effect_key(site.namespace, site.task, call, self.name, redacted)
 
     def _perform(self, site: CallSite, tool: Tool, args: dict[str, Any], key: str) -> Any:
+        site.context.flush(site.thread_id)  # the checkpoint the key derives from, kept
         runner = site.context.runner(site.thread_id, site.fence)
         action = {"key": key, "ordinal": site.step, "args": args}
         result = runner.perform(site.thread_id, action, tool)

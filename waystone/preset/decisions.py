@@ -53,7 +53,7 @@ class Decisions:
             f"run {thread_id} is {run.state} and not waiting for an approval; "
             f"nothing to decide (see {command('status', thread_id)})"
         )
-        if waiting_on is None or pending is None or pending.get("kind") != APPROVAL:
+        if waiting_on is None or pending is None or driver.kind_of(waiting_on) != APPROVAL:
             raise TransitionNotAllowed(not_waiting)
         raw: dict[str, Any] = {
             "choice": choice,
@@ -136,7 +136,7 @@ class Decisions:
     def rejected(self, graph: CompiledStateGraph[Any], thread_id: str) -> bool:
         """Whether the run ended on the rejection of the approval its graph waits on."""
         waiting_on = driver.pending_interrupt(graph, thread_id)
-        if waiting_on is None or waiting_on.value.get("kind") != APPROVAL:
+        if waiting_on is None or driver.kind_of(waiting_on) != APPROVAL:
             return False
         decision = self.signals.get(thread_id, APPROVAL, waiting_on.id)
         return (

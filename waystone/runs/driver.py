@@ -67,11 +67,22 @@ def waiting_interrupt(snapshot: StateSnapshot | Reached) -> Interrupt | None:
     return snapshot.interrupts[0] if snapshot.interrupts else None
 
 
+# The fields of Waystone's own waits: an approval (the preset's authorize node) and a
+# signal wait (runs/waits.py). Any other interrupt, a look-alike with fields missing
+# included, is a graph's own, answered by a resume value.
+_APPROVAL_FIELDS = frozenset({"kind", "tool", "args", "idempotency_key", "digest"})
+_SIGNAL_FIELDS = frozenset({"kind", "name", "timeout_s"})
+
+
 def kind_of(item: Interrupt) -> str:
-    """``approval`` or ``signal`` for the preset's waits, ``resume`` for any other."""
+    """``approval`` or ``signal`` for Waystone's own waits, ``resume`` for any other."""
     value = item.value
-    if isinstance(value, dict) and value.get("kind") in (APPROVAL, "signal"):
-        return str(value["kind"])
+    if not isinstance(value, dict):
+        return RESUME
+    if value.get("kind") == APPROVAL and value.keys() >= _APPROVAL_FIELDS:
+        return APPROVAL
+    if value.get("kind") == "signal" and value.keys() >= _SIGNAL_FIELDS:
+        return "signal"
     return RESUME
 
 

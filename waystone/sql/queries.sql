@@ -21,12 +21,15 @@ WITH marked AS (
 UPDATE waystone.runs r
 SET state = 'queued', goal = %(goal)s, input = %(input)s, start_key = %(start_key)s,
     reason = %(reason)s, evidence = %(evidence)s, actor = %(actor)s, attempts = 0,
+    lease_token = r.lease_token + 1,  -- whoever held the ended run's lease is fenced out
     lease_owner = NULL, lease_expires_at = NULL, waiting_for = NULL, wake_at = NULL,
     wait_id = NULL
 FROM marked m
 WHERE r.thread_id = m.thread_id AND r.state IN ('done', 'failed') AND r.pruned_at IS NULL
   AND r.agent = %(agent)s
+  -- a key starts one run: one of any thread's runs, the one that ended here included
   AND NOT EXISTS (SELECT 1 FROM waystone.thread_runs t WHERE t.start_key = %(start_key)s)
+  AND NOT EXISTS (SELECT 1 FROM waystone.runs x WHERE x.start_key = %(start_key)s)
 RETURNING r.*,
     -- the runs before the one that ended (it is kept once this statement ends), it, and this
     2 + (SELECT count(*) FROM waystone.thread_runs t WHERE t.thread_id = r.thread_id)
@@ -471,6 +474,8 @@ SET status = CASE WHEN status = 'failed' THEN 'intent' ELSE status END,
     error = %(note)s || coalesce(' (was: ' || error || ')', ''),
     updated_at = clock_timestamp()
 WHERE thread_id = %(thread_id)s AND status IN ('intent', 'unknown', 'failed')
+  -- the current run's: an earlier run's of the thread are its history, left as they are
+  AND created_at >= (SELECT r.created_at FROM waystone.runs r WHERE r.thread_id = %(thread_id)s)
 RETURNING key, status;
 
 -- name: late_receipt_fence
