@@ -74,7 +74,7 @@ def compile_graph(
         # tell it from the graph's end
         raise BadInput(
             f"graph {name!r} is compiled with interrupt_before/interrupt_after: call "
-            "interrupt() in the node instead (Waystone resumes it with `waystone resume`)"
+            "interrupt() in the node instead (the run waits on it, and resume answers it)"
         )
     return built
 
