@@ -10,6 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from waystone.checkpointing.aio import AsyncWaystoneSaver
     from waystone.checkpointing.saver import WaystoneSaver
     from waystone.config import Settings
     from waystone.effects.inline import effect
@@ -38,6 +39,7 @@ _HOMES = {
     "CheckResult": "waystone.preset.spec",
     "Settings": "waystone.config",
     "WaystoneSaver": "waystone.checkpointing.saver",
+    "AsyncWaystoneSaver": "waystone.checkpointing.aio",
     "effect": "waystone.effects.inline",
     "durable_tool": "waystone.effects.lc_tools",
     "RetryPolicy": "waystone.effects.tools",
@@ -88,6 +90,7 @@ __all__ = [
     "UnknownThread",
     "WaystoneError",
     "WaystoneSaver",
+    "AsyncWaystoneSaver",
     "durable_tool",
     "effect",
 ]

@@ -5,6 +5,7 @@ that no Waystone run owns."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import operator
 from collections.abc import Iterator
@@ -274,3 +275,36 @@ def test_langgraphs_strict_mode_widens_the_saver_by_a_graphs_state_types(
         assert widened is not saver and widened._held is saver._held  # one saver's state
         _check_typed_run(widened, database_url)
         assert saver.with_allowlist(set()) is saver
+
+
+def test_the_async_saver_is_built_as_langgraphs_async_saver(
+    database_url: str, sealed: None
+) -> None:
+    """``async with AsyncWaystoneSaver.from_conn_string(url)`` and ``await setup()``, as for
+    LangGraph's ``AsyncPostgresSaver``; the user's types come back through its async
+    methods, redacted and sealed at rest."""
+    assert waystone.AsyncWaystoneSaver.__name__ == "AsyncWaystoneSaver"
+
+    async def run() -> None:
+        allowed = [Order, Parcel, ("langchain_core.agents", "AgentAction")]
+        async with waystone.AsyncWaystoneSaver.from_conn_string(
+            database_url, allowed_modules=allowed
+        ) as saver:
+            await saver.setup()
+            graph = _typed_graph(saver)
+            config: Any = {"configurable": {"thread_id": "typed-async"}}
+            await graph.ainvoke({"notes": []}, config)
+            waiting = await graph.aget_state(config)
+            assert waiting.next == ("ask",)
+            _assert_typed(waiting.values)
+            done = await graph.ainvoke(Command(resume="yes"), config)
+            _assert_typed(done)
+            assert done["answer"] == "yes"
+
+    asyncio.run(run())
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        kinds = conn.execute(
+            "SELECT DISTINCT type FROM checkpoint_blobs WHERE thread_id = 'typed-async'"
+        ).fetchall()
+        assert kinds and all(k[0].startswith("sealed+") for k in kinds), kinds
+        assert scan(conn, [EMAIL]) == []

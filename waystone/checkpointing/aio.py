@@ -21,9 +21,12 @@ the sync ones in a thread.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import logging
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, cast
 
 import psycopg
 from langchain_core.runnables import RunnableConfig
@@ -34,13 +37,14 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     get_checkpoint_id,
 )
+from langgraph.checkpoint.serde.base import SerializerProtocol
 from psycopg import AsyncConnection, AsyncCursor
 from psycopg.rows import DictRow, dict_row
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from waystone.checkpointing.allowlist import Declared
 from waystone.checkpointing.at_rest import reveal
-from waystone.checkpointing.database import FENCE_SQL, Database, reraise
+from waystone.checkpointing.database import FENCE_SQL, Conn, Database, reraise
 from waystone.checkpointing.held import Answer, Batch
 from waystone.checkpointing.saver import WaystoneSaver
 from waystone.config import Settings
@@ -57,6 +61,44 @@ class AsyncWaystoneSaver(WaystoneSaver):
     latest checkpoint are async on ``apool`` (see the module)."""
 
     _apool: AsyncConnectionPool[AsyncConn]
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(  # type: ignore[override]  # async, as LangGraph's own
+        cls,
+        conn_string: str,
+        *,
+        pipeline: bool = False,
+        serde: SerializerProtocol | None = None,
+        allowed_modules: Iterable[Declared] = (),
+        settings: Settings | None = None,
+    ) -> AsyncIterator[AsyncWaystoneSaver]:
+        """``async with AsyncWaystoneSaver.from_conn_string(url) as saver``, as for
+        LangGraph's ``AsyncPostgresSaver``: a saver on pools of its own to ``conn_string``
+        (a sync one, for the vault and the rarer methods, and an async one for saves and
+        reads), closed on the way out; the rest as :class:`WaystoneSaver`."""
+        del pipeline  # each save is already one pipelined round trip
+        settings = dataclasses.replace(settings or Settings.from_env(), database_url=conn_string)
+        db = await asyncio.to_thread(Database.open, settings)
+        try:
+            sync = WaystoneSaver(
+                cast(ConnectionPool[Conn], db.pool),
+                serde=serde,
+                allowed_modules=allowed_modules,
+                settings=settings,
+            )
+            apool = await open_async_pool(settings, conn_string)
+            try:
+                yield twin_of(sync, apool)
+            finally:
+                await apool.close()
+        finally:
+            db.close()
+
+    async def setup(self) -> None:  # type: ignore[override]  # awaited, as LangGraph's own
+        """Create or upgrade LangGraph's tables and Waystone's (its fence included), and
+        check the vault's key; idempotent."""
+        await asyncio.to_thread(WaystoneSaver.setup, self)
 
     async def aput(
         self,
