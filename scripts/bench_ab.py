@@ -1,8 +1,9 @@
 """A one-action run's time on this checkout against another, side by side.
 
     python scripts/bench_ab.py --base /path/to/other/checkout [--rounds 6] [--runs 300]
+                               [--actions 1]
 
-Each round times ``--runs`` runs (``Runtime.invoke`` of the one-action agent of
+Each round times ``--runs`` runs (``Runtime.invoke`` of the ``--actions``-action agent of
 ``bench_storage``, after 30 warm-up runs) in a new process of each checkout in turn, on
 two databases of one embedded Postgres, and prints both medians and their difference. The
 checkouts alternate and take turns going first (the second of a pair runs slower, while
@@ -32,8 +33,8 @@ import json, statistics, sys, time
 sys.path.insert(0, "scripts")
 import bench_storage
 from waystone import Runtime, Settings
-url, n = sys.argv[1], int(sys.argv[2])
-spec = bench_storage.agent(1)
+url, n, actions = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+spec = bench_storage.agent(actions)
 with Runtime(Settings(database_url=url), agents={spec.name: spec}) as rt:
     for _ in range(30):
         rt.invoke(spec.name, {})
@@ -55,9 +56,9 @@ def _database(url: str, name: str) -> str:
     return psycopg.conninfo.make_conninfo(**{k: str(v) for k, v in info.items()})
 
 
-def _time(checkout: Path, url: str, runs: int) -> float:
+def _time(checkout: Path, url: str, runs: int, actions: int) -> float:
     done = subprocess.run(
-        [sys.executable, "-c", TIMED, url, str(runs)],
+        [sys.executable, "-c", TIMED, url, str(runs), str(actions)],
         cwd=checkout,
         env={**os.environ, "PYTHONPATH": str(checkout)},
         capture_output=True,
@@ -72,6 +73,7 @@ def main() -> int:
     parser.add_argument("--base", type=Path, required=True, help="the other checkout")
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--runs", type=int, default=300)
+    parser.add_argument("--actions", type=int, default=1, help="actions per run")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="ws-ab-", dir="/tmp") as home:
         url = embedded.ensure_server(Path(home))
@@ -82,11 +84,11 @@ def main() -> int:
                 # each checkout goes first in every other round: the second of a pair
                 # runs while Postgres still writes out the first one's work
                 if n % 2:
-                    base = _time(args.base.resolve(), base_url, args.runs)
-                    here = _time(ROOT, here_url, args.runs)
+                    base = _time(args.base.resolve(), base_url, args.runs, args.actions)
+                    here = _time(ROOT, here_url, args.runs, args.actions)
                 else:
-                    here = _time(ROOT, here_url, args.runs)
-                    base = _time(args.base.resolve(), base_url, args.runs)
+                    here = _time(ROOT, here_url, args.runs, args.actions)
+                    base = _time(args.base.resolve(), base_url, args.runs, args.actions)
                 diffs.append(here - base)
                 print(f"round {n}: base {base:.2f} ms, this {here:.2f} ms, {here - base:+.2f}")
             median = statistics.median(diffs)
