@@ -194,7 +194,7 @@ def _drive(rt: Runtime, agent: str, invoke: bool = True) -> tuple[float, int]:
     elapsed = time.perf_counter() - start
     assert done.state == "done", done.reason
     thread_id = done.thread_id
-    with rt.db.connection() as conn:
+    with rt._parts.db.connection() as conn:
         return elapsed, node_steps(conn, thread_id)
 
 
@@ -232,7 +232,7 @@ def waystone_graph(rt: Runtime) -> Sample:
         assert done.state == "done", done.reason
         return STEPS
 
-    with rt.db.connection() as conn:  # the same count as the stock graph's
+    with rt._parts.db.connection() as conn:  # the same count as the stock graph's
         thread_id = rt.invoke(GRAPH, {"n": 0}).thread_id
         assert node_steps(conn, thread_id) == STEPS
     return per_step(run)
@@ -340,9 +340,9 @@ def throughput(url: str, workers: int, runs: int) -> float:
         ]
         try:
             wait_for(lambda: listeners(rt) >= workers, "every worker to listen")
-            with rt.db.transaction() as conn:
+            with rt._parts.db.transaction() as conn:
                 ids = [
-                    rt.registry.create(
+                    rt._parts.registry.create(
                         thread_id=f"{spec.name}-{uuid.uuid4().hex[:12]}",
                         agent=spec.name,
                         goal="throughput",
@@ -357,7 +357,7 @@ def throughput(url: str, workers: int, runs: int) -> float:
                 proc.send_signal(signal.SIGTERM)
             for proc in procs:
                 proc.wait(timeout=60)
-        with rt.db.connection() as conn:
+        with rt._parts.db.connection() as conn:
             row = conn.execute(
                 "SELECT extract(epoch FROM max(e.created_at) - min(r.created_at)) AS s "
                 "FROM waystone.runs r JOIN waystone.run_events e USING (thread_id) "
@@ -369,7 +369,7 @@ def throughput(url: str, workers: int, runs: int) -> float:
 
 
 def listeners(rt: Runtime) -> int:
-    with rt.db.connection() as conn:
+    with rt._parts.db.connection() as conn:
         row = conn.execute(
             "SELECT count(*) AS n FROM pg_stat_activity WHERE query ILIKE 'LISTEN %'"
         ).fetchone()
@@ -377,7 +377,7 @@ def listeners(rt: Runtime) -> int:
 
 
 def finished(rt: Runtime, ids: list[str]) -> int:
-    with rt.db.connection() as conn:
+    with rt._parts.db.connection() as conn:
         row = conn.execute(
             "SELECT count(*) AS n FROM waystone.runs WHERE thread_id = ANY(%s) AND state = 'done'",
             (ids,),
@@ -411,7 +411,7 @@ def takeover_latency(url: str) -> float:
             stderr=subprocess.DEVNULL,
         )
         victim.wait(timeout=120)  # it kills itself inside execute, holding the lease
-        expired = rt.registry.get(thread_id).lease_expires_at
+        expired = rt._parts.registry.get(thread_id).lease_expires_at
         assert expired is not None
         rescuer = subprocess.Popen(
             [sys.executable, "-m", "waystone", "worker", "--poll-seconds", "0.2"],
@@ -421,14 +421,14 @@ def takeover_latency(url: str) -> float:
         )
         try:
             deadline = time.monotonic() + 120
-            while rt.registry.get(thread_id).state != "done":
+            while rt._parts.registry.get(thread_id).state != "done":
                 if time.monotonic() > deadline:
                     raise SystemExit("the run was not taken over")
                 time.sleep(0.05)
         finally:
             rescuer.send_signal(signal.SIGTERM)
             rescuer.wait(timeout=60)
-        with rt.db.connection() as conn:
+        with rt._parts.db.connection() as conn:
             takeover = conn.execute(
                 "SELECT created_at FROM waystone.run_events WHERE thread_id = %s "
                 "AND kind = 'lease-takeover'",

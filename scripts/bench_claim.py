@@ -36,15 +36,15 @@ def claims(rt: Runtime, agent: str, named: bool, samples: int = 100) -> float:
     for _ in range(samples):
         thread_id = rt.start(agent, {}).thread_id
         start = time.perf_counter()
-        run = rt.registry.claim(
-            owner=rt.owner,
+        run = rt._parts.registry.claim(
+            owner=rt._parts.owner,
             lease_seconds=30,
             thread_id=thread_id if named else None,
             agents=[agent],
         )
         out.append(time.perf_counter() - start)
         assert run is not None
-        rt.registry.transition(
+        rt._parts.registry.transition(
             run.thread_id,
             "failed",
             reason="bench",
@@ -66,7 +66,7 @@ def main() -> int:
             "any": claims(rt, spec.name, False),
             "named": claims(rt, spec.name, True),
         }
-        with rt.db.transaction() as conn:
+        with rt._parts.db.transaction() as conn:
             conn.execute(
                 "INSERT INTO waystone.runs (thread_id, agent, goal, input, state, reason) "
                 "SELECT %s || g, %s, 'backlog', '{}'::jsonb, 'queued', 'backlog' "
@@ -74,7 +74,7 @@ def main() -> int:
                 (prefix, spec.name, args.backlog),
             )
         try:
-            with rt.db.connection() as conn:
+            with rt._parts.db.connection() as conn:
                 conn.execute("ANALYZE waystone.runs")
             # the backlog is older: a worker's claim takes from it, then the new run
             report[f"backlog_{args.backlog}_ms"] = {
@@ -82,7 +82,7 @@ def main() -> int:
                 "named": claims(rt, spec.name, True),
             }
             # the backlog is another agent's: a worker that serves this one only
-            with rt.db.connection() as conn:
+            with rt._parts.db.connection() as conn:
                 conn.execute(
                     "UPDATE waystone.runs SET agent = 'elsewhere' WHERE thread_id LIKE %s",
                     (prefix + "%",),
@@ -94,20 +94,20 @@ def main() -> int:
             # the same runs overdue: waits past their deadline, then leases long expired
             # (an agent no worker serves any more), put in place with the triggers off
             for name, moved in OVERDUE.items():
-                with rt.db.transaction() as conn:
+                with rt._parts.db.transaction() as conn:
                     conn.execute("ALTER TABLE waystone.runs DISABLE TRIGGER USER")
                     conn.execute(
                         f"UPDATE waystone.runs SET {moved} WHERE thread_id LIKE %s",
                         (prefix + "%",),
                     )
                     conn.execute("ALTER TABLE waystone.runs ENABLE TRIGGER USER")
-                with rt.db.connection() as conn:
+                with rt._parts.db.connection() as conn:
                     conn.execute("VACUUM ANALYZE waystone.runs")
                 report[f"other_agents_{name}_{args.backlog}_ms"] = {
                     "any": claims(rt, spec.name, False)
                 }
         finally:
-            with rt.db.connection() as conn:
+            with rt._parts.db.connection() as conn:
                 conn.execute("DELETE FROM waystone.runs WHERE thread_id LIKE %s", (prefix + "%",))
     print(json.dumps(report))
     return 0

@@ -39,7 +39,7 @@ def waiting_run() -> str:
     ):
         os.environ["WAYSTONE_PAYMENTS_URL"] = provider.url
         with Runtime(Settings.from_env()) as rt:
-            os.environ.setdefault("WAYSTONE_DATABASE_URL", rt.db.url)
+            os.environ.setdefault("WAYSTONE_DATABASE_URL", rt._parts.db.url)
             status = rt.invoke("refund", INPUT)
     if status.state != "waiting":
         raise SystemExit(f"the run should wait for its approval; it is {status.state}")

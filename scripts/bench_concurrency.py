@@ -115,7 +115,7 @@ def measure(runs: int, steps: int, pause: float) -> dict[str, Any]:
         application = f"waystone-bench-{os.getpid()}"
         env = {
             **os.environ,
-            "WAYSTONE_DATABASE_URL": make_conninfo(rt.db.url, application_name=application),
+            "WAYSTONE_DATABASE_URL": make_conninfo(rt._parts.db.url, application_name=application),
             "WAYSTONE_GRAPHS": f"{GRAPH}=bench_concurrency:sleepy_graph",
             "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
         }
@@ -125,12 +125,12 @@ def measure(runs: int, steps: int, pause: float) -> dict[str, Any]:
             worker = subprocess.Popen(
                 command, env=env, stdout=subprocess.PIPE, stderr=logged, text=True
             )
-            with Sampler(rt.db.url, application, worker.pid) as sampled:
+            with Sampler(rt._parts.db.url, application, worker.pid) as sampled:
                 out, _ = worker.communicate(timeout=600)
             if worker.returncode != 0:
                 logged.seek(0)
                 raise SystemExit(f"the worker exited {worker.returncode}: {logged.read()[-4000:]}")
-        with rt.db.connection() as conn:
+        with rt._parts.db.connection() as conn:
             row = conn.execute(
                 "SELECT count(*) FILTER (WHERE to_state = 'done') AS done, extract(epoch FROM "
                 "max(created_at) FILTER (WHERE to_state = 'done') - "

@@ -70,7 +70,7 @@ def measure(actions: int) -> dict[str, Any]:
         thread_id = rt.start(spec.name, {}).thread_id
         status = rt.run(thread_id)
         assert status.state == "done", status.reason
-        with rt.db.connection() as conn:
+        with rt._parts.db.connection() as conn:
             row = conn.execute(BYTES, {"t": thread_id}).fetchone()
     total = int(row["bytes"]) if row else 0
     return {"actions": actions, "bytes": total, "bytes_per_action": round(total / actions)}

@@ -34,7 +34,7 @@ BIG = {**SMALL, "amount": "120.00"}
 
 def wait_state(rt: Runtime, thread_id: str, state: str, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
-    while rt.registry.get(thread_id).state != state:
+    while rt._parts.registry.get(thread_id).state != state:
         if time.monotonic() > deadline:
             raise SystemExit(f"{thread_id} did not reach {state}")
         time.sleep(0.01)
@@ -42,7 +42,7 @@ def wait_state(rt: Runtime, thread_id: str, state: str, timeout: float = 60) -> 
 
 def latency(rt: Runtime, thread_id: str, signal_name: str) -> float:
     """Seconds from the newest signal of the run to its next claim, on the DB clock."""
-    with rt.db.connection() as conn:
+    with rt._parts.db.connection() as conn:
         row = conn.execute(
             "SELECT extract(epoch FROM (SELECT min(e.created_at) FROM waystone.run_events e "
             "  WHERE e.thread_id = s.thread_id AND e.kind = 'transition' "
@@ -73,7 +73,7 @@ def measure(samples: int) -> dict[str, Any]:
     ):
         os.environ["WAYSTONE_PAYMENTS_URL"] = provider.url
         with Runtime(Settings.from_env()) as rt:
-            env = {**os.environ, "WAYSTONE_DATABASE_URL": rt.db.url}
+            env = {**os.environ, "WAYSTONE_DATABASE_URL": rt._parts.db.url}
             worker = subprocess.Popen(
                 [sys.executable, "-m", "waystone", "worker", "--poll-seconds", "60"],
                 env=env,

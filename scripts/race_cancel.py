@@ -38,7 +38,7 @@ ENDED = ("done", "failed")
 
 
 def _states(rt: Runtime, ids: list[str]) -> dict[str, str]:
-    with rt.db.connection() as conn:
+    with rt._parts.db.connection() as conn:
         rows = conn.execute(
             "SELECT thread_id, state FROM waystone.runs WHERE thread_id = ANY(%s)", (ids,)
         ).fetchall()
@@ -91,7 +91,7 @@ def race(
     with ThreadPoolExecutor(in_flight) as pool:
         for finished in pool.map(one, range(races)):
             del finished  # re-raises a racer's error
-    with rt.db.connection() as conn:
+    with rt._parts.db.connection() as conn:
         cancelled_from = {
             row["from_state"]: row["n"]
             for row in conn.execute(
@@ -147,7 +147,7 @@ def main() -> int:
             with out.open("w") as sink:
                 worker = subprocess.Popen(
                     [sys.executable, "-m", "waystone", "worker", "--json", "--concurrency", "2"],
-                    env={**os.environ, "WAYSTONE_DATABASE_URL": rt.db.url},
+                    env={**os.environ, "WAYSTONE_DATABASE_URL": rt._parts.db.url},
                     stdout=sink,
                     stderr=subprocess.STDOUT,
                 )

@@ -92,10 +92,7 @@ class AsyncWorker(Worker):
             self._claims_out += 1
             try:
                 run = await asyncio.to_thread(
-                    self.rt.registry.claim,
-                    owner=self.owner,
-                    lease_seconds=self.rt.settings.lease_seconds,
-                    agents=self._serving(),
+                    self.rt.claim, agents=self._serving(), owner=self.owner
                 )
             except (DatabaseUnavailable, psycopg.OperationalError) as exc:
                 self._claims_out -= 1

@@ -33,16 +33,19 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from waystone.checkpointing.database import Conn, Database
+from waystone.checkpointing.database import Conn
 from waystone.preset.nodes.verify import CHECK_NODE
 from waystone.runs.states import STATES
 from waystone.status import shown_reason
+
+if TYPE_CHECKING:
+    from waystone.runtime import Runtime
 
 ACTIVE_STATES: Final[tuple[str, ...]] = ("queued", "running", "waiting", "needs-human")
 STEP_NODES: Final[tuple[str, ...]] = (
@@ -210,7 +213,7 @@ LIMIT %(limit)s
 """
 
 
-def snapshot(db: Database, *, limit: int = 10) -> dict[str, Any]:
+def snapshot(rt: Runtime, *, limit: int = 10) -> dict[str, Any]:
     """One consistent, JSON-serialisable picture of the runs (see the module docstring).
 
     ``limit`` caps each list view (active runs, retries, approvals, signals); the counts
@@ -218,7 +221,7 @@ def snapshot(db: Database, *, limit: int = 10) -> dict[str, Any]:
     """
     if limit < 1:
         raise ValueError(f"limit must be at least 1, not {limit}")
-    with db.connection() as conn, conn.transaction():
+    with rt.connection() as conn, conn.transaction():
         conn.execute(SNAPSHOT_TX_SQL)
         return {
             "counts_by_state": _counts(conn),

@@ -76,7 +76,7 @@ def api_dashboard(h: Handler, req: Request) -> Response:
         from waystone import dashboard
     except ImportError as exc:
         raise HttpError(501, f"the dashboard is not available: {exc}") from exc
-    return json_response(dashboard.snapshot(h.rt.db))
+    return json_response(dashboard.snapshot(h.rt))
 
 
 @route("POST", "/api/runs/{thread_id}/approve", "api")
@@ -126,7 +126,7 @@ def index(h: Handler, req: Request) -> Response:
 
     rt = h.rt
     csrf = h.csrf(h.session())
-    data = dashboard.snapshot(rt.db, limit=DASHBOARD_LIMIT)
+    data = dashboard.snapshot(rt, limit=DASHBOARD_LIMIT)
     runs = rt.list(None, PAGE_LIMIT)
     # The snapshot says which runs wait for a decision; each form needs the action itself.
     waiting = {a["thread_id"]: a["waiting_s"] for a in data["pending_approvals"]}

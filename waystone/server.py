@@ -145,7 +145,7 @@ class WaystoneServer(ThreadingHTTPServer):
         self.max_body = max_body_bytes()
         self.public_reads = public_reads
         self.read_timeout = read_timeout
-        self.sessions = SessionStore(runtime.db)
+        self.sessions = SessionStore(runtime.connection)
         super().__init__(address, Handler)
         self.allowed_hosts = allowed_hosts(address[0], int(self.server_address[1]), extra)
 

@@ -27,6 +27,7 @@ class RunStatus:
     interrupts: list[dict[str, Any]] = field(default_factory=list)
     run_id: str | None = None  # which run of its thread (a thread holds one run at a time)
     run_number: int | None = None
+    goal: str | None = None  # what the run is for, as stored (personal data as tokens)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -58,6 +59,7 @@ def status_of(
         else [],
         run_id=run.run_id,
         run_number=run.run_number,
+        goal=run.goal,
     )
 
 
@@ -75,6 +77,7 @@ def past_status(run: PastRun) -> RunStatus:
         decision_recorded=False,
         run_id=run.run_id,
         run_number=run.number,
+        goal=run.goal,
     )
 
 

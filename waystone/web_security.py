@@ -18,12 +18,15 @@ import hashlib
 import hmac
 import re
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from waystone import sql
+
 if TYPE_CHECKING:
-    from waystone.checkpointing.database import Database
+    from waystone.checkpointing.database import Conn
 
 SESSION_SECONDS = 12 * 3600
 CSRF_FIELD = "csrf"
@@ -163,16 +166,24 @@ def session_key(session_id: str) -> str:
 
 class SessionStore:
     """Open sessions in Postgres, judged on its clock: a logout (or expiry) ends a session
-    for every server process at once."""
+    for every server process at once. ``connect`` gives a connection of the runtime's pool
+    (:meth:`waystone.runtime.Runtime.connection`)."""
 
-    def __init__(self, db: Database, seconds: int = SESSION_SECONDS) -> None:
-        self.db, self.seconds = db, seconds
+    def __init__(
+        self, connect: Callable[[], AbstractContextManager[Conn]], seconds: int = SESSION_SECONDS
+    ) -> None:
+        self.connect, self.seconds = connect, seconds
+
+    def _run(self, name: str, **params: object) -> list[dict[str, object]]:
+        with self.connect() as conn, conn.transaction():
+            cur = conn.execute(sql.query(name), params)
+            return cur.fetchall() if cur.description else []
 
     def open(self, session_id: str) -> None:
-        self.db.execute("open_web_session", key=session_key(session_id), seconds=self.seconds)
+        self._run("open_web_session", key=session_key(session_id), seconds=self.seconds)
 
     def active(self, session_id: str) -> bool:
-        return self.db.fetch_one("web_session_active", key=session_key(session_id)) is not None
+        return bool(self._run("web_session_active", key=session_key(session_id)))
 
     def revoke(self, session_id: str) -> None:
-        self.db.execute("revoke_web_session", key=session_key(session_id))
+        self._run("revoke_web_session", key=session_key(session_id))

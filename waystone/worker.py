@@ -148,11 +148,7 @@ class Worker:
         while not self._stopping.is_set() and self._claims():
             self._wake.clear()
             try:
-                run = self.rt.registry.claim(
-                    owner=self.owner,
-                    lease_seconds=self.rt.settings.lease_seconds,
-                    agents=self._serving(),
-                )
+                run = self.rt.claim(agents=self._serving(), owner=self.owner)
             except (DatabaseUnavailable, psycopg.OperationalError) as exc:
                 self._outage(exc, backoff)
                 backoff = min(backoff * 2, 5.0)
@@ -189,7 +185,7 @@ class Worker:
         poll interval. One already due that the claim did not get is another worker's for
         the moment: look again in a second, not at once."""
         try:
-            due = self.rt.registry.seconds_to_next_wake(self._serving())
+            due = self.rt.seconds_to_next_wake(self._serving())
         except WaystoneError:
             return self.poll_seconds
         if due is None:
@@ -250,7 +246,7 @@ class Worker:
             if self._stopping.is_set():
                 return
             try:
-                self.rt.registry.release(run.thread_id, run.lease_token)
+                self.rt.release(run)
                 return
             except (DatabaseUnavailable, psycopg.OperationalError):
                 time.sleep(min(0.25 * 2**attempt, 5.0))
@@ -266,7 +262,7 @@ class Worker:
         backoff = 0.5
         while not self._stopping.is_set():
             try:
-                with psycopg.connect(self.rt.db.url, autocommit=True) as conn:
+                with psycopg.connect(self.rt.database_url, autocommit=True) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
                     backoff = 0.5
                     self._wake.set()  # anything that arrived while we were not listening

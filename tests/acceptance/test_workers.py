@@ -7,6 +7,7 @@ import json
 import signal
 import subprocess
 import sys
+import urllib.request
 from typing import Any
 
 import psycopg
@@ -28,6 +29,12 @@ def wait_inside_execute(sql: psycopg.Connection[Any], thread_id: str) -> None:
         return sql.execute(query, (thread_id,)).fetchone() is not None
 
     wait_until(inside, "the worker inside execute")
+
+
+def _faults(provider: ProviderProcess) -> list[Any]:
+    with urllib.request.urlopen(f"{provider.url}/_faults", timeout=10) as response:
+        faults: list[Any] = json.loads(response.read())
+        return faults
 
 
 def one(sql: psycopg.Connection[Any], query: str, *params: Any) -> Any:
@@ -147,7 +154,9 @@ def test_sigterm_finishes_the_step_and_releases_the_lease(
     provider.inject("refunds", "slow", delay_s=2)
     thread_id = runtime.start("refund", SMALL).thread_id
     busy = workers.spawn("--lease-seconds", "60")
-    wait_inside_execute(sql, thread_id)
+    # the call is at the provider (it took the slow fault), not yet answered: an intent
+    # alone is committed with authorize's checkpoint, before execute begins
+    wait_until(lambda: _faults(provider) == [], "the refund request at the provider")
     busy.send_signal(signal.SIGTERM)
     assert busy.wait(timeout=60) == 0, workers.output(busy)
     run = sql.execute(

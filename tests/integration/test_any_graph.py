@@ -22,6 +22,7 @@ from tests.support.graphs import (
     refund_graph,
     two_questions_graph,
 )
+from tests.support.inside import parts
 from waystone import Runtime, Settings
 from waystone.errors import BadInput, LeaseLost, TransitionNotAllowed
 from waystone.examples.provider import ProviderProcess
@@ -67,7 +68,7 @@ def test_the_dashboard_lists_a_graphs_pending_interrupts(rt: Runtime) -> None:
     from waystone.dashboard import snapshot
 
     waiting = rt.invoke("ask", {"question": "which colour?"})
-    data = snapshot(rt.db)
+    data = snapshot(rt)
     [row] = data["pending_interrupts"]
     assert (row["thread_id"], row["agent"]) == (waiting.thread_id, "ask")
     assert row["interrupts"] == waiting.interrupts
@@ -192,11 +193,13 @@ def test_a_second_run_while_one_is_active_is_refused_and_changes_nothing(
 
 def test_a_process_holding_an_earlier_runs_lease_is_fenced_out(rt: Runtime) -> None:
     rt.invoke("chat", _said("one"), thread_id="chat-fence")
-    first_token = rt.registry.get("chat-fence").lease_token
+    first_token = parts(rt).registry.get("chat-fence").lease_token
     rt.invoke("chat", _said("two"), thread_id="chat-fence")
-    assert rt.registry.get("chat-fence").lease_token > first_token
+    assert parts(rt).registry.get("chat-fence").lease_token > first_token
     with pytest.raises(LeaseLost):
-        rt.registry.event("chat-fence", "late", "a write of the first run", lease_token=first_token)
+        parts(rt).registry.event(
+            "chat-fence", "late", "a write of the first run", lease_token=first_token
+        )
 
 
 def test_the_preset_takes_one_run_per_thread(runtime: Runtime) -> None:
@@ -325,9 +328,9 @@ def test_a_start_key_another_threads_run_holds_gives_that_run(rt: Runtime) -> No
 
 def test_a_new_run_on_a_thread_moves_the_lease_token_on(rt: Runtime) -> None:
     rt.invoke("chat", _said("one"), thread_id="chat-token")
-    ended = rt.registry.get("chat-token").lease_token
+    ended = parts(rt).registry.get("chat-token").lease_token
     rt.start("chat", _said("two"), thread_id="chat-token")
-    assert rt.registry.get("chat-token").lease_token == ended + 1
+    assert parts(rt).registry.get("chat-token").lease_token == ended + 1
 
 
 def test_interrupts_that_look_like_waystones_waits_are_the_graphs_own(rt: Runtime) -> None:

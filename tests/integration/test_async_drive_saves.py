@@ -13,6 +13,7 @@ import pytest
 from langgraph.graph import END, START, StateGraph
 from psycopg_pool import AsyncConnectionPool
 
+from tests.support.inside import parts
 from waystone import Runtime, Settings
 from waystone.checkpointing import loops
 from waystone.checkpointing.aio import AsyncWaystoneSaver
@@ -82,7 +83,7 @@ def test_an_async_drive_saves_each_step_through_the_async_saver(
     assert done.state == "done"
     assert rt.graph("two").get_state(rt.config("two-1")).values["steps"] == ["one", "one"]
     # one fenced round trip per node: the input checkpoints ride with the first node's
-    token = rt.registry.get("two-1").lease_token
+    token = parts(rt).registry.get("two-1").lease_token
     assert [b.token for b in batches if b.own] == [token, token]
 
 

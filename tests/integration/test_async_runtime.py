@@ -17,6 +17,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
 import waystone
+from tests.support.inside import parts
 from waystone import Runtime, Settings
 from waystone.examples.provider import ProviderProcess
 
@@ -93,7 +94,7 @@ def test_an_async_graph_is_driven_by_ainvoke_and_resumed_by_arun(
     assert values["draft"] == "your refund is on its way"
     # the node ran twice (before the interrupt, and on resume): one message was sent
     sent = provider.ledger()["notifications"]
-    assert [n["client_ref"] for n in sent] == [e.key for e in rt.ledger.for_thread("told-1")]
+    assert [n["client_ref"] for n in sent] == [e.key for e in parts(rt).ledger.for_thread("told-1")]
     assert values["receipts"][0]["id"] == sent[0]["id"]
     assert asyncio.run(rt.astatus("told-1")).state == "done"
 

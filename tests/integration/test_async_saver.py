@@ -14,6 +14,7 @@ from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 from langgraph.graph import END, START, StateGraph
 
+from tests.support.inside import parts
 from waystone import Runtime, Settings
 from waystone.checkpointing.aio import AsyncWaystoneSaver, make_async_saver, open_async_pool
 from waystone.checkpointing.database import Database
@@ -66,12 +67,12 @@ def test_an_async_save_under_a_stale_lease_token_is_refused_whole(database_url: 
     builder.add_edge(START, "step")
     builder.add_edge("step", END)
     with Runtime(settings) as rt:
-        run = rt.registry.create_claimed(
+        run = parts(rt).registry.create_claimed(
             thread_id="async-fence",
             agent="counter",
             goal="count",
             input={},
-            owner=rt.owner,
+            owner=parts(rt).owner,
             lease_seconds=rt.settings.lease_seconds,
         )
         assert run is not None
@@ -81,7 +82,7 @@ def test_an_async_save_under_a_stale_lease_token_is_refused_whole(database_url: 
         async def save() -> None:
             apool = await open_async_pool(settings, database_url)
             try:
-                saver = make_async_saver(rt.db, apool, redact=rt.vault.redact)
+                saver = make_async_saver(parts(rt).db, apool, redact=parts(rt).vault.redact)
                 graph = builder.compile(checkpointer=saver)
                 await graph.ainvoke({"steps": []}, stale, durability="sync")
             finally:
@@ -112,12 +113,12 @@ def test_each_async_step_is_one_fenced_round_trip(
     builder.add_edge("one", "two")
     builder.add_edge("two", END)
     with Runtime(settings) as rt:
-        run = rt.registry.create_claimed(
+        run = parts(rt).registry.create_claimed(
             thread_id="async-batches",
             agent="counter",
             goal="count",
             input={},
-            owner=rt.owner,
+            owner=parts(rt).owner,
             lease_seconds=rt.settings.lease_seconds,
         )
         assert run is not None
@@ -127,7 +128,7 @@ def test_each_async_step_is_one_fenced_round_trip(
         async def drive() -> Any:
             apool = await open_async_pool(settings, database_url)
             try:
-                saver = make_async_saver(rt.db, apool, redact=rt.vault.redact)
+                saver = make_async_saver(parts(rt).db, apool, redact=parts(rt).vault.redact)
                 send_one = saver._send_one
 
                 async def counted(batch: Any) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from tests.support.inside import parts
 from tests.support.notes import registered
 from waystone import Runtime
 from waystone import sql as queries
@@ -80,10 +81,10 @@ def test_a_worker_for_some_agents_never_reads_past_other_agents_backlog(
     for agents in ([spec.name], [spec.name, "another"]):
         plan = _claim_plan(sql, thread_id=None, agents=agents)
         assert _most_rows(plan) <= HANDFUL, json.dumps(plan)[:2000]
-    taken = [runtime.registry.claim(owner="test", lease_seconds=30, agents=[spec.name, "x"])]
-    taken.append(runtime.registry.claim(owner="test", lease_seconds=30, agents=[spec.name]))
+    taken = [parts(runtime).registry.claim(owner="test", lease_seconds=30, agents=[spec.name, "x"])]
+    taken.append(parts(runtime).registry.claim(owner="test", lease_seconds=30, agents=[spec.name]))
     assert [run.thread_id if run else None for run in taken] == mine
-    oldest = runtime.registry.claim(owner="test", lease_seconds=30, agents=["someone-else"])
+    oldest = parts(runtime).registry.claim(owner="test", lease_seconds=30, agents=["someone-else"])
     assert oldest is not None and oldest.thread_id == "backlog-1"
 
 
@@ -168,9 +169,9 @@ def test_a_worker_never_reads_past_other_agents_due_waits_or_expired_leases(
     next_wake = "EXPLAIN (ANALYZE, FORMAT JSON) " + queries.query("next_wake")
     found = psycopg.ClientCursor(sql).execute(next_wake, {"agents": [spec.name]}).fetchone()
     assert found is not None and _most_rows(found[0][0]["Plan"]) <= HANDFUL, kind
-    taken = runtime.registry.claim(owner="test", lease_seconds=30, agents=[spec.name])
+    taken = parts(runtime).registry.claim(owner="test", lease_seconds=30, agents=[spec.name])
     assert taken is not None and taken.thread_id == queued
-    theirs = runtime.registry.claim(owner="test", lease_seconds=30, agents=["someone-else"])
+    theirs = parts(runtime).registry.claim(owner="test", lease_seconds=30, agents=["someone-else"])
     assert theirs is not None and theirs.thread_id.startswith("backlog-"), kind
 
 
@@ -179,7 +180,7 @@ def test_the_oldest_runnable_run_of_any_kind_is_taken_first(
 ) -> None:
     spec = registered(runtime)
     ids = [runtime.start(spec.name, {}).thread_id for _ in range(4)]
-    registry = runtime.registry
+    registry = parts(runtime).registry
     for thread_id, waiting_for, wake_at in ((ids[0], "go", None), (ids[1], "never", PAST)):
         run = registry.claim(owner="setup", lease_seconds=30, thread_id=thread_id)
         assert run is not None
@@ -206,14 +207,14 @@ def test_the_oldest_runnable_run_of_any_kind_is_taken_first(
         )
     taken = []
     for _ in range(5):
-        run = runtime.registry.claim(owner="test", lease_seconds=30, agents=[spec.name])
+        run = parts(runtime).registry.claim(owner="test", lease_seconds=30, agents=[spec.name])
         taken.append(run.thread_id if run else None)
     assert taken == [*ids, None]
 
 
 def test_a_worker_serves_only_agents_its_runtime_has(runtime: Runtime) -> None:
     with pytest.raises(ValueError, match="names the agents it can drive"):
-        runtime.registry.claim(owner="test", lease_seconds=30)
+        parts(runtime).registry.claim(owner="test", lease_seconds=30)
     with pytest.raises(ValueError, match="not \\['nobody'\\]"):
         Worker(runtime, agents=["refund", "nobody"])
     with pytest.raises(ValueError, match="serves at least one of its runtime's agents"):

@@ -12,6 +12,7 @@ import psycopg
 import pytest
 from langgraph.graph import END, START, StateGraph
 
+from tests.support.inside import parts
 from tests.support.scan import scan
 from waystone import Runtime
 from waystone.config import Settings
@@ -75,7 +76,7 @@ def test_configurable_and_metadata_values_reach_no_column_in_plain_form(
         builder.add_node("answer", lambda note: {"text": note["text"] + ", answered"})
         builder.add_edge(START, "answer")
         builder.add_edge("answer", END)
-        graph = builder.compile(checkpointer=rt.saver)
+        graph = builder.compile(checkpointer=parts(rt).saver)
         config: Any = {
             "configurable": {"thread_id": "support-1", "user_email": EMAIL, "phone": PHONE},
             "metadata": {

@@ -42,7 +42,7 @@ def test_snapshot_of_a_done_a_waiting_and_a_queued_run(
     assert runtime.run(waiting).state == "waiting"
     queued = runtime.start("refund", {**SMALL, "order_id": "1002"}).thread_id
 
-    data = snapshot(runtime.db)
+    data = snapshot(runtime)
 
     assert json.loads(json.dumps(data)) == data  # JSON-serialisable as it is
     assert data["counts_by_state"] == {
@@ -103,7 +103,7 @@ def test_waiting_for_a_signal_undelivered_signals_and_the_limit(
     later = runtime.start("refund", {**SMALL, "order_id": "1003"}).thread_id
     runtime.signal(later, "late.bird")
 
-    data = snapshot(runtime.db)
+    data = snapshot(runtime)
 
     [pending] = data["pending_signals"]
     assert pending["thread_id"] == waits
@@ -116,12 +116,12 @@ def test_waiting_for_a_signal_undelivered_signals_and_the_limit(
         (later, "late.bird"),
     ]
 
-    first = snapshot(runtime.db, limit=1)
+    first = snapshot(runtime, limit=1)
     assert [r["thread_id"] for r in first["active_runs"]] == [waits]
     assert len(first["undelivered_signals"]) == 1
     assert sum(first["counts_by_state"].values()) == 3  # counts are never cut by the limit
     with pytest.raises(ValueError):
-        snapshot(runtime.db, limit=0)
+        snapshot(runtime, limit=0)
 
 
 def test_pending_approvals_leave_out_decided_ones(
@@ -138,7 +138,7 @@ def test_pending_approvals_leave_out_decided_ones(
     runtime.approve(approved, by="ana")
     runtime.reject(rejected, by="bob", reason="never paid")
 
-    data = snapshot(runtime.db)
+    data = snapshot(runtime)
 
     assert [a["thread_id"] for a in data["pending_approvals"]] == [undecided]
     active = _by(data["active_runs"], "thread_id")
@@ -154,7 +154,7 @@ def test_render_prints_every_view_with_its_title(
     runtime.run(waiting)
     out = io.StringIO()
 
-    render(snapshot(runtime.db), Console(file=out, width=120))
+    render(snapshot(runtime), Console(file=out, width=120))
 
     text = out.getvalue()
     for title in TITLES:

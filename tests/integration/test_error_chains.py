@@ -11,6 +11,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from tests.support.inside import parts
 from tests.support.notes import bench_storage
 from waystone import LeaseLost, Runtime, Settings
 
@@ -37,10 +38,10 @@ def test_a_database_error_is_not_raised_from_itself(runtime: Runtime) -> None:
         "lease_token": None,
     }
     with pytest.raises(psycopg.DataError) as pooled:
-        runtime.db.execute("insert_event", **params)
+        parts(runtime).db.execute("insert_event", **params)
     assert pooled.value.__cause__ is not pooled.value and _chain_ends(pooled.value)
-    with runtime.db.connection() as conn, pytest.raises(psycopg.DataError) as given:
-        runtime.db.execute("insert_event", conn=conn, **params)
+    with parts(runtime).db.connection() as conn, pytest.raises(psycopg.DataError) as given:
+        parts(runtime).db.execute("insert_event", conn=conn, **params)
     assert given.value.__cause__ is not given.value and _chain_ends(given.value)
 
 

@@ -11,6 +11,7 @@ import psycopg
 import pytest
 
 from tests.conftest import REFUND_INPUT, wait_until
+from tests.support.inside import parts
 from tests.support.notes import bench_storage, claimed
 from waystone import LeaseLost, Runtime, Settings
 from waystone.effects.runner import EffectRunner
@@ -38,9 +39,12 @@ def test_no_call_once_the_lease_may_have_expired(
     runtime: Runtime, provider: ProviderProcess, sql: psycopg.Connection[Any]
 ) -> None:
     thread_id = runtime.start("refund", {**REFUND_INPUT, "amount": "40.00"}).thread_id
-    run = runtime.registry.get(thread_id)
+    run = parts(runtime).registry.get(thread_id)
     runner = EffectRunner(
-        ledger=runtime.ledger, event=lambda *_: None, fence=run.lease_token, lease_ok=lambda: False
+        ledger=parts(runtime).ledger,
+        event=lambda *_: None,
+        fence=run.lease_token,
+        lease_ok=lambda: False,
     )
     action = {
         "key": "ws-guard-test",
@@ -95,7 +99,7 @@ def test_a_step_longer_than_the_lease_keeps_it_by_heartbeat(
                 (thread_id,),
             ).fetchone()
             assert held is not None
-            assert held[0] == token and held[1] is True and held[2] == rt.owner  # renewed
+            assert held[0] == token and held[1] is True and held[2] == parts(rt).owner  # renewed
         finally:
             release.set()
             driving.join(timeout=60)
@@ -122,8 +126,8 @@ def test_one_thread_renews_every_lease_of_the_process(
     first, second = claimed(runtime), claimed(runtime)  # claimed for 30 s
     before = {run.thread_id: _expiry(sql, run.thread_id) for run in (first, second)}
     with (
-        beats.keep(runtime.registry, first, lease_seconds=60),
-        beats.keep(runtime.registry, second, lease_seconds=0.6),
+        beats.keep(parts(runtime).registry, first, lease_seconds=60),
+        beats.keep(parts(runtime).registry, second, lease_seconds=0.6),
     ):
         # the short lease is renewed every 0.2 s, to 0.6 s from then: earlier than its claim's
         wait_until(lambda: _expiry(sql, second.thread_id) < before[second.thread_id], "renewal")
@@ -138,7 +142,7 @@ def test_a_refused_renewal_marks_the_lease_lost(
 ) -> None:
     beats = Heartbeats(name="heartbeat-under-test")
     run = claimed(runtime)
-    with beats.keep(runtime.registry, run, lease_seconds=0.6) as guard:
+    with beats.keep(parts(runtime).registry, run, lease_seconds=0.6) as guard:
         assert guard.ok()
         sql.execute(  # taken over: the run's token moved on
             "UPDATE waystone.runs SET lease_token = lease_token + 1 WHERE thread_id = %s",
@@ -154,7 +158,7 @@ def test_leaving_waits_for_a_renewal_under_way_and_none_starts_after(runtime: Ru
     """The registry's renewal is held open by the test: leaving the lease waits for it."""
     entered, release = threading.Event(), threading.Event()
     calls: list[int] = []
-    registry = runtime.registry
+    registry = parts(runtime).registry
 
     class Held:
         def heartbeat(
@@ -193,8 +197,8 @@ def test_a_run_whose_row_stays_locked_does_not_hold_up_the_others(
     stuck, other = claimed(runtime), claimed(runtime)
     with (
         psycopg.connect(database_url) as locker,
-        beats.keep(runtime.registry, stuck, lease_seconds=1.5) as stuck_guard,
-        beats.keep(runtime.registry, other, lease_seconds=1.5) as other_guard,
+        beats.keep(parts(runtime).registry, stuck, lease_seconds=1.5) as stuck_guard,
+        beats.keep(parts(runtime).registry, other, lease_seconds=1.5) as other_guard,
     ):
         locker.execute(
             "SELECT 1 FROM waystone.runs WHERE thread_id = %s FOR SHARE", (stuck.thread_id,)
@@ -220,8 +224,8 @@ def test_runs_of_two_runtimes_with_one_id_are_renewed_apart(runtime: Runtime) ->
     same thread id and token: each keeps its own lease."""
     beats = Heartbeats(name="heartbeat-under-test")
     run = claimed(runtime)
-    second = RunRegistry(runtime.db)
-    with beats.keep(runtime.registry, run, lease_seconds=60):
+    second = RunRegistry(parts(runtime).db)
+    with beats.keep(parts(runtime).registry, run, lease_seconds=60):
         with beats.keep(second, run, lease_seconds=60):
             assert beats.holding() == 2
         assert beats.holding() == 1

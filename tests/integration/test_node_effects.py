@@ -27,6 +27,7 @@ from tests.support.effect_graphs import (
     note_effect,
     send_note,
 )
+from tests.support.inside import parts
 from waystone.effects import deadline
 from waystone.effects.context import CONTEXT_KEY, EffectContext, without_ledger
 from waystone.effects.http import request
@@ -43,18 +44,21 @@ class Drive:
     def __init__(self, rt: Runtime, thread_id: str) -> None:
         self.rt = rt
         self.thread_id = thread_id
-        run = rt.registry.create_claimed(
+        run = parts(rt).registry.create_claimed(
             thread_id=thread_id,
             agent="user-graph",
             goal="a user's graph",
             input={},
-            owner=rt.owner,
+            owner=parts(rt).owner,
             lease_seconds=rt.settings.lease_seconds,
         )
         assert run is not None
         self.config = graph_config(thread_id, lease_token=run.lease_token, key_namespace=thread_id)
         self.config["configurable"][CONTEXT_KEY] = EffectContext(
-            rt.ledger, rt.registry, reveal=rt.vault.reveal, redact=rt.vault.redact
+            parts(rt).ledger,
+            parts(rt).registry,
+            reveal=parts(rt).vault.reveal,
+            redact=parts(rt).vault.redact,
         )
 
     def invoke(self, graph: Any, value: Any) -> Any:
@@ -64,7 +68,7 @@ class Drive:
         return await graph.ainvoke(value, self.config, durability="sync")
 
     def keys(self) -> list[str]:
-        return [effect.key for effect in self.rt.ledger.for_thread(self.thread_id)]
+        return [effect.key for effect in parts(self.rt).ledger.for_thread(self.thread_id)]
 
 
 @pytest.fixture
@@ -79,7 +83,7 @@ def notes(provider: ProviderProcess) -> list[dict[str, Any]]:
 def test_an_effect_before_an_interrupt_is_made_once_and_twice_on_stock_saver(
     runtime: Runtime, provider: ProviderProcess, empty_database_url: str
 ) -> None:
-    graph = interrupting_graph(note_effect(provider.url)).compile(checkpointer=runtime.saver)
+    graph = interrupting_graph(note_effect(provider.url)).compile(checkpointer=parts(runtime).saver)
     drive = Drive(runtime, "interrupted-1")
     drive.invoke(graph, {"to": "ana@example.com"})
     state = drive.invoke(graph, Command(resume="yes"))
@@ -119,7 +123,7 @@ def test_two_calls_in_a_node_get_two_keys_and_a_reexecution_the_same(
     builder.add_node("announce", announce)
     builder.add_edge(START, "announce")
     builder.add_edge("announce", END)
-    graph = builder.compile(checkpointer=runtime.saver)
+    graph = builder.compile(checkpointer=parts(runtime).saver)
     drive = Drive(runtime, "twice-1")
     with pytest.raises(RuntimeError, match="dies here"):
         drive.invoke(graph, {"to": "ana@example.com"})
@@ -154,7 +158,7 @@ def test_a_node_retried_by_langgraph_makes_its_effect_once(
         return {"receipts": [receipt]}
 
     retry = RetryPolicy(max_attempts=2, initial_interval=0.01, retry_on=RuntimeError)
-    graph = one_node(announce, retry_policy=retry).compile(checkpointer=runtime.saver)
+    graph = one_node(announce, retry_policy=retry).compile(checkpointer=parts(runtime).saver)
     drive = Drive(runtime, "retried-1")
     state = drive.invoke(graph, {"to": "ana@example.com"})
 
@@ -171,11 +175,11 @@ def test_an_effect_the_provider_refuses_raises_permanent_error(
     def announce(state: Notified) -> dict[str, Any]:
         return {"receipts": [notify(to=state["to"], body="hello")]}
 
-    graph = one_node(announce).compile(checkpointer=runtime.saver)
+    graph = one_node(announce).compile(checkpointer=parts(runtime).saver)
     drive = Drive(runtime, "refused-1")
     with pytest.raises(PermanentError, match="HTTP 422"):
         drive.invoke(graph, {"to": "ana@example.com"})
-    (effect,) = runtime.ledger.for_thread("refused-1")
+    (effect,) = parts(runtime).ledger.for_thread("refused-1")
     assert effect.status == "failed" and notes(provider) == []
 
 
@@ -203,7 +207,7 @@ def test_send_branches_and_a_subgraph_get_keys_of_their_own(
     builder.add_conditional_edges(
         START, lambda state: [Send("branch", state), Send("branch", state), "sub"]
     )
-    graph = builder.compile(checkpointer=runtime.saver)
+    graph = builder.compile(checkpointer=parts(runtime).saver)
     drive = Drive(runtime, "fanned-1")
     state = drive.invoke(graph, {"to": "ana@example.com"})
 
@@ -244,7 +248,7 @@ def test_an_async_node_awaits_an_async_effect_made_once(
     builder.add_node("announce", announce)
     builder.add_edge(START, "announce")
     builder.add_edge("announce", END)
-    graph = builder.compile(checkpointer=runtime.saver)
+    graph = builder.compile(checkpointer=parts(runtime).saver)
     drive = Drive(runtime, "async-1")
 
     async def both() -> Any:
@@ -255,7 +259,7 @@ def test_an_async_node_awaits_an_async_effect_made_once(
     assert state["answer"] == "yes"
     assert [n["client_ref"] for n in notes(provider)] == drive.keys()
     assert provider.ledger()["refused"] == []  # it carried a deadline, and made it
-    (effect,) = runtime.ledger.for_thread("async-1")
+    (effect,) = parts(runtime).ledger.for_thread("async-1")
     assert effect.status == "confirmed"
 
 
@@ -316,7 +320,7 @@ def test_durable_tools_under_create_react_agent_apply_once_across_a_reexecution(
     fail_once = ["once"]
     model = ConversationModel(responses=[three_calls(), AIMessage(content="done")])
     agent = create_react_agent(
-        model, react_tools(provider.url, fail_once), checkpointer=runtime.saver
+        model, react_tools(provider.url, fail_once), checkpointer=parts(runtime).saver
     )
     drive = Drive(runtime, "react-1")
     with pytest.raises(RuntimeError, match="dies before"):
@@ -345,7 +349,7 @@ def test_durable_tools_under_a_tool_node_with_the_same_arguments_get_two_keys(
             {"name": "notify_customer", "args": {"to": "ana@example.com"}, "id": "b"},
         ],
     )
-    graph = _tool_graph(tools).compile(checkpointer=runtime.saver)
+    graph = _tool_graph(tools).compile(checkpointer=parts(runtime).saver)
     drive = Drive(runtime, "toolnode-1")
     drive.invoke(graph, {"messages": [twice]})
     assert len(set(drive.keys())) == 2
@@ -391,7 +395,7 @@ def test_an_effect_whose_outcome_is_unknowable_raises_needs_human(
     builder.add_node("announce", announce)
     builder.add_edge(START, "announce")
     builder.add_edge("announce", END)
-    graph = builder.compile(checkpointer=runtime.saver)
+    graph = builder.compile(checkpointer=parts(runtime).saver)
     with pytest.raises(NeedsHuman, match="neither a lookup nor key deduplication"):
         Drive(runtime, "unknowable-1").invoke(graph, {"to": "ana@example.com"})
     assert len(notes(provider)) == 1

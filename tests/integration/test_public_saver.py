@@ -22,6 +22,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 import waystone
+from tests.support.inside import parts
 from tests.support.scan import scan
 from waystone import BadInput, Runtime, Settings, WaystoneSaver
 
@@ -188,7 +189,7 @@ def test_the_runtimes_saver_allows_the_classes_of_waystone_allowed_modules(
 ) -> None:
     monkeypatch.setenv("WAYSTONE_ALLOWED_MODULES", f"{__name__},langchain_core.agents")
     with Runtime(Settings.from_env(database_url=database_url)) as rt:
-        _check_typed_run(rt.saver, database_url)
+        _check_typed_run(parts(rt).saver, database_url)
 
 
 def test_undeclared_classes_still_load_as_plain_data(database_url: str) -> None:
@@ -224,7 +225,7 @@ def test_a_plain_thread_on_a_pool_runs_as_on_the_stock_saver(
 
 def test_a_plain_thread_passes_the_runtimes_fence(runtime: Runtime) -> None:
     """The fence refuses an untokened write only for a thread a Waystone run owns."""
-    graph = _counting_graph(runtime.saver)
+    graph = _counting_graph(parts(runtime).saver)
     config: Any = {"configurable": {"thread_id": "no-run"}}
     assert graph.invoke({"n": 0}, config)["n"] == 3
     assert graph.invoke({"n": 0}, config)["n"] == 3  # on again, from its last state

@@ -11,6 +11,7 @@ import psycopg
 import pytest
 
 from tests.conftest import wait_until
+from tests.support.inside import parts
 from tests.support.notes import claimed
 from waystone import Runtime
 from waystone.effects.ledger import Effect
@@ -30,7 +31,7 @@ def test_a_run_that_fails_to_end_keeps_its_signals(
     runtime.cancel(thread_id, by="bob", reason="changed my mind")  # the token moves on
 
     with pytest.raises(LeaseLost):
-        runtime.registry.transition(
+        parts(runtime).registry.transition(
             thread_id,
             "done",
             reason="finished",
@@ -62,7 +63,7 @@ def test_an_intent_inserted_meanwhile_by_another_run_is_found(
 
     def open_it() -> None:
         try:
-            result["opened"] = runtime.ledger.open_intent(
+            result["opened"] = parts(runtime).ledger.open_intent(
                 key="k-shared",
                 thread_id=thread_id,
                 ordinal=1,
@@ -108,7 +109,7 @@ def test_a_takeover_reads_its_checkpoints_back(
         "WHERE thread_id = %s",
         (thread_id,),
     )
-    second = runtime.registry.claim(owner="b", lease_seconds=30, thread_id=thread_id)
+    second = parts(runtime).registry.claim(owner="b", lease_seconds=30, thread_id=thread_id)
     assert second is not None and second.lease_token == first.lease_token + 1
     assert second.started is None  # unknown: the driver reads the checkpoints back
 

@@ -8,13 +8,14 @@ from typing import Any
 
 import psycopg
 
+from tests.support.inside import parts
 from waystone import Runtime
 
 CARD, PHONE = 4111111111111111, 4155550100
 
 
 def test_card_and_phone_numbers_given_as_json_numbers_are_redacted(runtime: Runtime) -> None:
-    vault = runtime.vault
+    vault = parts(runtime).vault
     value = {
         "card": CARD,
         "customerPhone": PHONE,

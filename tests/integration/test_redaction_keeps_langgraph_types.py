@@ -29,6 +29,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Interrupt, Overwrite, Send
 from psycopg.rows import dict_row
 
+from tests.support.inside import parts
 from waystone import Runtime
 from waystone.checkpointing.saver import WaystoneSaver, make_saver
 from waystone.privacy.keys import parse_key
@@ -86,7 +87,7 @@ def stock(database_url: str) -> Iterator[PostgresSaver]:
 
 def _ours(runtime: Runtime, sealed: bool) -> WaystoneSaver:
     sealer = Sealer(parse_key("5e" * 32)) if sealed else None
-    return make_saver(runtime.db, redact=runtime.vault.redact, sealer=sealer)
+    return make_saver(parts(runtime).db, redact=parts(runtime).vault.redact, sealer=sealer)
 
 
 def _history(graph: Any, thread: str) -> list[tuple[Any, Any, Any]]:
@@ -320,7 +321,7 @@ def test_personal_data_inside_every_value_type_is_redacted(
     runtime: Runtime, sql: psycopg.Connection[Any]
 ) -> None:
     email = "ana@example.com"
-    token = runtime.vault.token_for("email", email)
+    token = parts(runtime).vault.token_for("email", email)
     checkpoint = empty_checkpoint()
     checkpoint["channel_values"] = {
         "messages": [HumanMessage(f"write to {email}"), AIMessage("", name=email)],
@@ -334,16 +335,16 @@ def test_personal_data_inside_every_value_type_is_redacted(
     checkpoint["channel_versions"] = {k: "1" for k in checkpoint["channel_values"]}
     config: Any = {"configurable": {"thread_id": "pii", "checkpoint_ns": ""}}
     meta: Any = {"source": "loop", "step": 1, "parents": {}}
-    saved = runtime.saver.put(config, checkpoint, meta, dict(checkpoint["channel_versions"]))
+    saved = parts(runtime).saver.put(config, checkpoint, meta, dict(checkpoint["channel_versions"]))
     asked = Interrupt({"to": email}, id="abc")
     writes = [("__interrupt__", [asked]), ("__pregel_tasks", Send("node", email))]
-    runtime.saver.put_writes(saved, writes, "task-1")
-    runtime.saver.put_writes(saved, [("__error__", KeyError(email))], "task-2")
+    parts(runtime).saver.put_writes(saved, writes, "task-1")
+    parts(runtime).saver.put_writes(saved, [("__error__", KeyError(email))], "task-2")
 
     for table in ("checkpoint_blobs", "checkpoint_writes"):
         rows = sql.execute(f"SELECT blob FROM {table} WHERE thread_id = 'pii'").fetchall()
         assert len(rows) > 1 and not any(email.encode() in bytes(r[0]) for r in rows), table
-    found = runtime.saver.get_tuple(saved)
+    found = parts(runtime).saver.get_tuple(saved)
     assert found is not None
     values = found.checkpoint["channel_values"]
     assert values["messages"] == [HumanMessage(f"write to {token}"), AIMessage("", name=token)]

@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import REFUND_INPUT
 from waystone import BadInput, Runtime, TransitionNotAllowed
-from waystone.checkpointing.retention import parse_age, prune
+from waystone.checkpointing.retention import parse_age
 from waystone.examples.provider import ProviderProcess
 
 SMALL = {**REFUND_INPUT, "amount": "40.00"}
@@ -61,11 +61,11 @@ def test_prune_keeps_evidence_and_spares_active_runs(
         _age(sql, thread_id, 40)
     before = {t: _rows(sql, t) for t in (old_done, old_failed, old_waiting, recent_done)}
 
-    dry = prune(runtime, timedelta(days=30), dry_run=True)
+    dry = runtime.prune(timedelta(days=30), dry_run=True)
     assert sorted(r["thread_id"] for r in dry["runs"]) == sorted([old_done, old_failed])
     assert {t: _rows(sql, t) for t in before} == before
 
-    done = prune(runtime, timedelta(days=30))
+    done = runtime.prune(timedelta(days=30))
     assert sorted(r["thread_id"] for r in done["runs"]) == sorted([old_done, old_failed])
     for thread_id in (old_done, old_failed):
         checkpoints, writes, events, effects = _rows(sql, thread_id)
@@ -77,6 +77,6 @@ def test_prune_keeps_evidence_and_spares_active_runs(
     assert history["summary"]["outcome"]["state"] == "done"
     assert [c["tool"] for c in history["summary"]["completed"]] == ["refund", "notify_customer"]
     assert history["checkpoints"] == [] and history["events"]
-    assert prune(runtime, timedelta(days=30))["runs"] == []  # nothing left to prune
+    assert runtime.prune(timedelta(days=30))["runs"] == []  # nothing left to prune
     with pytest.raises(TransitionNotAllowed, match="pruned"):
         runtime.requeue(old_failed, by="ops", reason="again")

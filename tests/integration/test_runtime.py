@@ -13,6 +13,7 @@ import pytest
 from psycopg.types.json import Jsonb
 
 from tests.conftest import REFUND_INPUT, wait_until
+from tests.support.inside import parts
 from waystone.dashboard import snapshot
 from waystone.errors import BadInput, TransitionNotAllowed, UnknownThread
 from waystone.examples.provider import ProviderProcess
@@ -157,7 +158,7 @@ def test_reject_ends_failed_at_once_with_no_driver_and_no_refund(
     status = runtime.status(thread_id)
     assert (status.state, status.reason, status.pending_approval) == ("failed", reason, None)
     assert runtime.list("waiting") == []
-    assert snapshot(runtime.db)["pending_approvals"] == []
+    assert snapshot(runtime)["pending_approvals"] == []
     written = sql.execute(
         "SELECT 'signal', xmin::text FROM waystone.signals WHERE thread_id = %(t)s"
         " AND name = 'approval' AND consumed_at IS NOT NULL"
@@ -167,7 +168,7 @@ def test_reject_ends_failed_at_once_with_no_driver_and_no_refund(
     ).fetchall()
     assert sorted(kind for kind, _ in written) == ["decision", "signal", "transition"]
     assert len({xmin for _, xmin in written}) == 1  # one transaction
-    assert runtime.registry.claim(owner="w", lease_seconds=30, agents=["refund"]) is None
+    assert parts(runtime).registry.claim(owner="w", lease_seconds=30, agents=["refund"]) is None
     with pytest.raises(TransitionNotAllowed, match="is failed"):
         runtime.run(thread_id)
     events = runtime.history(thread_id)["events"]
@@ -207,7 +208,7 @@ def test_a_rejection_racing_a_claim_leaves_the_run_to_its_claimer(
     thread_id = runtime.start("refund", REFUND_INPUT).thread_id
     pending = runtime.run(thread_id).pending_approval
     assert pending is not None
-    interrupt_id = runtime.registry.get(thread_id).wait_id
+    interrupt_id = parts(runtime).registry.get(thread_id).wait_id
     taker = psycopg.connect(database_url)  # mid-transaction: approve, then claim
     if taker_approved:
         approval = {
@@ -258,7 +259,7 @@ def test_a_rejection_racing_a_claim_leaves_the_run_to_its_claimer(
         "SELECT payload->>'choice' FROM waystone.signals WHERE thread_id = %s", (thread_id,)
     ).fetchall()
     assert decisions == ([("approve",)] if taker_approved else [])
-    assert runtime.registry.get(thread_id).state == "running"
+    assert parts(runtime).registry.get(thread_id).state == "running"
     if taker_approved:  # its lease expired: the next claim resumes it with the approval
         assert runtime.run(thread_id).state == "done"
         assert len(_refunds_for(provider, "1001")) == 1
@@ -275,7 +276,7 @@ def test_an_approved_run_shows_as_approved_and_waiting_for_a_worker(
     thread_id = runtime.start("refund", REFUND_INPUT).thread_id
     runtime.run(thread_id)
     stale = {"choice": "approve", "digest": "sha256:other", "key": "k", "by": "mallory"}
-    runtime.signals.record(thread_id, "approval", "sha256:other", stale, "mallory")
+    parts(runtime).signals.record(thread_id, "approval", "sha256:other", stale, "mallory")
     still = runtime.status(thread_id)
     assert still.pending_approval is not None and still.decision_recorded is False
     approved = runtime.approve(thread_id, by="ana", comment="fine")
@@ -287,7 +288,7 @@ def test_an_approved_run_shows_as_approved_and_waiting_for_a_worker(
             True,
         )
         assert status.reason.startswith(shown), status.reason
-    data = snapshot(runtime.db)
+    data = snapshot(runtime)
     assert data["pending_approvals"] == []
     assert [r["reason"][: len(shown)] for r in data["active_runs"]] == [shown]
     assert runtime.run(thread_id).state == "done"
@@ -333,7 +334,7 @@ def test_approval_is_bound_to_the_action_digest(
     thread_id = runtime.start("refund", REFUND_INPUT).thread_id
     runtime.run(thread_id)
     stale = {"choice": "approve", "digest": "sha256:someotheraction", "by": "mallory"}
-    runtime.signals.record(thread_id, "approval", "sha256:someotheraction", stale, "mallory")
+    parts(runtime).signals.record(thread_id, "approval", "sha256:someotheraction", stale, "mallory")
     after = runtime.run(thread_id)
     assert after.state == "waiting"
     assert after.pending_approval is not None

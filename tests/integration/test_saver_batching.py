@@ -12,6 +12,7 @@ from typing import Any
 import psycopg
 from langgraph.checkpoint.base import empty_checkpoint
 
+from tests.support.inside import parts
 from tests.support.notes import claimed, registered
 from waystone import AgentSpec, Check, CheckResult, Runtime
 from waystone.checkpointing.database import jsonify
@@ -201,7 +202,9 @@ def test_what_a_stale_lease_left_held_is_never_committed_under_the_new_one(
         "WHERE thread_id = %s",
         (first.thread_id,),
     )
-    second = runtime.registry.claim(owner="slot-b", lease_seconds=30, thread_id=first.thread_id)
+    second = parts(runtime).registry.claim(
+        owner="slot-b", lease_seconds=30, thread_id=first.thread_id
+    )
     assert second is not None and second.lease_token == first.lease_token + 1
 
     saver.put(_fenced(second), empty_checkpoint(), {"source": "loop", "step": 1, "parents": {}}, {})
@@ -254,7 +257,7 @@ def test_a_statement_whose_rows_are_wanted_waits_for_the_next_save_with_what_fol
         _fenced(run), empty_checkpoint(), {"source": "input", "step": 1, "parents": {}}, {}
     )
     config: Any = {"configurable": {**saved["configurable"], "lease_token": token}}
-    ledger = runtime.ledger
+    ledger = parts(runtime).ledger
     ledger.ride_intent(
         key="k-order",
         thread_id=thread_id,

@@ -12,6 +12,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.postgres import PostgresSaver
 from psycopg.rows import dict_row
 
+from tests.support.inside import parts
 from waystone import Runtime
 from waystone.checkpointing.saver import make_saver
 from waystone.privacy.keys import parse_key
@@ -19,7 +20,7 @@ from waystone.privacy.seal import Sealer
 
 
 def test_filters_match_sealed_metadata(runtime: Runtime, sql: psycopg.Connection[Any]) -> None:
-    saver = make_saver(runtime.db, sealer=Sealer(parse_key("5e" * 32)))
+    saver = make_saver(parts(runtime).db, sealer=Sealer(parse_key("5e" * 32)))
     thread = "sealed-filters"
     parent: Any = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
     for step, owner in enumerate(["ana", "bo", "ana", "bo", "ana"]):
@@ -58,7 +59,7 @@ def test_metadata_loses_its_nul_characters_as_with_the_stock_saver(
     meta: Any = {"source": "loop", "step": 1, "parents": {}, "note": "a\x00b\x00"}
     meta["who"] = "ana@exa\x00mple.com"
     sealer = Sealer(parse_key("5e" * 32)) if sealed else None
-    ours = make_saver(runtime.db, redact=runtime.vault.redact, sealer=sealer)
+    ours = make_saver(parts(runtime).db, redact=parts(runtime).vault.redact, sealer=sealer)
     with psycopg.connect(
         database_url, autocommit=True, prepare_threshold=0, row_factory=dict_row
     ) as conn:
@@ -68,7 +69,7 @@ def test_metadata_loses_its_nul_characters_as_with_the_stock_saver(
     assert expected["note"] == "ab"
     assert got["note"] == expected["note"]
     assert expected["who"] == "ana@example.com"
-    assert got["who"] == runtime.vault.token_for("email", "ana@example.com")
+    assert got["who"] == parts(runtime).vault.token_for("email", "ana@example.com")
     stored = sql.execute("SELECT metadata::text FROM checkpoints WHERE thread_id = 'ours'")
     assert "ana@example.com" not in str(stored.fetchall())
 

@@ -11,6 +11,7 @@ import psycopg
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.postgres import PostgresSaver
 
+from tests.support.inside import parts
 from waystone import Runtime
 
 
@@ -35,7 +36,7 @@ def test_a_blob_naming_a_class_loads_as_plain_data(runtime: Runtime, database_ur
         PostgresSaver(conn).put(config, checkpoint, {"source": "input", "step": -1}, {"input": 1})
     Planted.made.clear()
 
-    found = runtime.saver.get_tuple(config)
+    found = parts(runtime).saver.get_tuple(config)
     assert found is not None
     assert found.checkpoint["channel_values"]["input"] == {"x": 7, "tag": "planted"}
     assert Planted.made == []  # never constructed on the way out

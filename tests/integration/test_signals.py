@@ -11,6 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 from tests.conftest import wait_until
+from tests.support.inside import parts
 from waystone import AgentSpec, Check, CheckResult, Rule, RulePolicy, Runtime, Settings, Tool
 from waystone.preset.proposers import Proposal, ScriptedProposer
 from waystone.runs.waits import SignalWait
@@ -114,9 +115,9 @@ def test_a_run_taken_over_after_its_deadline_still_times_out(
         assert rt.run(thread_id).state == "waiting"
         due = "SELECT wake_at <= clock_timestamp() FROM waystone.runs WHERE thread_id = %s"
         wait_until(lambda: bool((sql.execute(due, (thread_id,)).fetchone() or [False])[0]), "due")
-        taken = rt.registry.claim(owner="gone", lease_seconds=30, thread_id=thread_id)
+        taken = parts(rt).registry.claim(owner="gone", lease_seconds=30, thread_id=thread_id)
         assert taken is not None and taken.deadline_passed
-        assert rt.registry.release(thread_id, taken.lease_token)
+        assert parts(rt).registry.release(thread_id, taken.lease_token)
         ended = rt.run(thread_id)
     assert (ended.state, ended.reason) == (
         "failed",
@@ -184,8 +185,8 @@ def test_an_idle_worker_waits_for_its_own_agents_deadlines_only(database_url: st
     with Runtime(Settings(database_url=database_url), agents={"twice": _agent()}) as rt:
         thread_id = rt.start("twice", {}).thread_id
         assert rt.run(thread_id).state == "waiting"
-        mine = rt.registry.seconds_to_next_wake(["twice"])
+        mine = parts(rt).registry.seconds_to_next_wake(["twice"])
         assert mine is not None and 3500 < mine <= 3600
-        assert rt.registry.seconds_to_next_wake(["refund"]) is None
-        both = rt.registry.seconds_to_next_wake(["refund", "twice"])
+        assert parts(rt).registry.seconds_to_next_wake(["refund"]) is None
+        both = parts(rt).registry.seconds_to_next_wake(["refund", "twice"])
         assert both == pytest.approx(mine, abs=60)

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import REFUND_INPUT
+from tests.support.inside import parts
 from waystone import AgentSpec, PolicyDecision, Runtime, Settings
 from waystone.checkpointing.position import next_nodes
 from waystone.examples import refund, settlement
@@ -85,7 +86,7 @@ def test_status_from_the_checkpoint_row_is_what_the_graph_says(
     rt: Runtime, provider: ProviderProcess
 ) -> None:
     runs = runs_in_every_state(rt, provider)
-    states = {name: rt.registry.get(thread_id).state for name, thread_id in runs.items()}
+    states = {name: parts(rt).registry.get(thread_id).state for name, thread_id in runs.items()}
     assert states == {
         "queued": "queued",
         "waiting": "waiting",
@@ -99,12 +100,12 @@ def test_status_from_the_checkpoint_row_is_what_the_graph_says(
         "signal": "waiting",
     }
     for name, thread_id in runs.items():
-        run = rt.registry.get(thread_id)
-        row = rt.db.fetch_one("graph_position", thread_id=thread_id, checkpoint_id=None)
+        run = parts(rt).registry.get(thread_id)
+        row = parts(rt).db.fetch_one("graph_position", thread_id=thread_id, checkpoint_id=None)
         # answered without the graph, but for a requeued run (its checkpoint is an update,
         # which does not list the channels it wrote)
         assert (next_nodes(row) is None) == (name == "requeued"), name
-        assert rt.status(thread_id) == rt._status_from_graph(run), name
+        assert rt.status(thread_id) == rt._views._status_from_graph(run), name
     steps = {name: rt.status(thread_id).step for name, thread_id in runs.items()}
     assert steps["waiting"] == steps["error"] == "authorize"
     assert steps["signal"] == "confirm" and steps["queued"] is None
@@ -116,10 +117,10 @@ def test_every_checkpoint_reads_as_the_graph_reads_it(
 ) -> None:
     answered, left = 0, 0
     for thread_id in runs_in_every_state(rt, provider).values():
-        graph = rt.graph(rt.registry.get(thread_id).agent)
+        graph = rt.graph(parts(rt).registry.get(thread_id).agent)
         for snapshot in graph.get_state_history(rt.config(thread_id)):
             checkpoint_id = snapshot.config["configurable"]["checkpoint_id"]
-            row = rt.db.fetch_one(
+            row = parts(rt).db.fetch_one(
                 "graph_position", thread_id=thread_id, checkpoint_id=checkpoint_id
             )
             found = next_nodes(row)

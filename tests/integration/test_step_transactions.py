@@ -21,6 +21,7 @@ import pytest
 from langgraph.runtime import RunControl
 
 from tests.conftest import REFUND_INPUT, Cli
+from tests.support.inside import parts
 from tests.support.notes import bench_storage, claimed
 from waystone import Runtime
 from waystone.effects.tools import RetryPolicy
@@ -213,7 +214,7 @@ def test_a_drain_between_authorize_and_execute_costs_no_attempt(
     agent = replace(spec, name="drained", tools={"note": tool}, policy=DrainingPolicy())
     runtime.register(agent)
     thread_id = runtime.start(agent.name, {}).thread_id
-    run = runtime.registry.claim(owner="deploying", lease_seconds=30, thread_id=thread_id)
+    run = parts(runtime).registry.claim(owner="deploying", lease_seconds=30, thread_id=thread_id)
     assert run is not None
     assert runtime.drive(run, control) is None  # drained
     assert calls == []
@@ -234,11 +235,11 @@ def test_only_an_intent_never_called_is_handed_back(
     before the ride's answer came, and called through record_intent) keeps its count;
     one still at its first count is handed back. Each hand-over is forgotten once asked."""
     run = claimed(runtime)
-    ledger, lease = runtime.ledger, run.lease_token
+    ledger, lease = parts(runtime).ledger, run.lease_token
     for ordinal, called in ((1, True), (2, False)):
         intent = {"thread_id": run.thread_id, "ordinal": ordinal, "tool": "note"}
         ledger.ride_intent(key=f"k{ordinal}-{run.thread_id}", args={}, fence=lease, **intent)
-        runtime.saver.flush(run.thread_id)  # committed: the ride's answer keeps the row
+        parts(runtime).saver.flush(run.thread_id)  # committed: the ride's answer keeps the row
         if called:
             ledger.record_intent(
                 key=f"k1-{run.thread_id}", args={}, fence=lease, timeout_s=None, **intent
@@ -326,7 +327,7 @@ def test_an_end_never_quietly_changes_nothing(
     runtime: Runtime, sql: psycopg.Connection[Any]
 ) -> None:
     run = claimed(runtime)
-    statement, ended = runtime.registry.ending(run, "done", "goal met", {"checks": 1})
+    statement, ended = parts(runtime).registry.ending(run, "done", "goal met", {"checks": 1})
     assert ended.state == "done" and ended.lease_owner is None
     # the run is no longer running, under the same token (no path does this, but if one
     # ever did): the end fails, rather than report a run done that Postgres does not hold
@@ -335,13 +336,13 @@ def test_an_end_never_quietly_changes_nothing(
         (run.thread_id,),
     )
     with pytest.raises(TransitionNotAllowed, match="not running"):
-        runtime.db.batch([("end_run", _params(statement))], fence=run.lease_token)
+        parts(runtime).db.batch([("end_run", _params(statement))], fence=run.lease_token)
     sql.execute(
         "UPDATE waystone.runs SET state = 'running', reason = 'test' WHERE thread_id = %s",
         (run.thread_id,),
     )
-    runtime.db.batch([("end_run", _params(statement))], fence=run.lease_token)
-    assert runtime.registry.get(run.thread_id).state == "done"
+    parts(runtime).db.batch([("end_run", _params(statement))], fence=run.lease_token)
+    assert parts(runtime).registry.get(run.thread_id).state == "done"
 
 
 def _params(statement: Any) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import psycopg
 import pytest
 
 from tests.conftest import wait_until
+from tests.support.inside import parts
 from tests.support.notes import bench_storage
 from waystone import AgentSpec, LeaseLost, Runtime, Settings
 from waystone.effects.tools import RetryPolicy
@@ -96,7 +97,9 @@ def test_a_stuck_drive_lets_its_lease_lapse_and_is_fenced_out(
             taken: list[Run] = []
 
             def taken_over() -> bool:
-                run = other_rt.registry.claim(owner="other", lease_seconds=30, thread_id=thread_id)
+                run = parts(other_rt).registry.claim(
+                    owner="other", lease_seconds=30, thread_id=thread_id
+                )
                 if run is not None:
                     taken.append(run)
                 return run is not None

@@ -14,10 +14,13 @@ from waystone.web_security import SessionStore, new_session_id
 def test_a_revoked_or_expired_session_is_refused_by_every_store(
     runtime: Runtime, sql: psycopg.Connection[Any]
 ) -> None:
-    one, other = SessionStore(runtime.db), SessionStore(runtime.db)  # two server processes
+    one, other = (
+        SessionStore(runtime.connection),
+        SessionStore(runtime.connection),
+    )  # two server processes
     live, expired = new_session_id(), new_session_id()
     one.open(live)
-    SessionStore(runtime.db, seconds=0).open(expired)
+    SessionStore(runtime.connection, seconds=0).open(expired)
     assert one.active(live) and other.active(live)
     assert not one.active(expired) and not one.active(new_session_id())
 

@@ -12,6 +12,8 @@ from waystone.runs.registry import Run
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import bench_storage  # noqa: E402
 
+from tests.support.inside import parts
+
 
 def registered(runtime: Runtime, actions: int = 1) -> AgentSpec:
     """The agent with ``actions`` actions, registered on ``runtime``."""
@@ -23,6 +25,6 @@ def registered(runtime: Runtime, actions: int = 1) -> AgentSpec:
 def claimed(runtime: Runtime, owner: str = "test") -> Run:
     """A new one-action run, claimed (running, with a lease) but not driven."""
     thread_id = runtime.start(registered(runtime).name, {}).thread_id
-    run = runtime.registry.claim(owner=owner, lease_seconds=30, thread_id=thread_id)
+    run = parts(runtime).registry.claim(owner=owner, lease_seconds=30, thread_id=thread_id)
     assert run is not None
     return run

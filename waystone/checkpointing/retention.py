@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from waystone.errors import BadInput
 
 if TYPE_CHECKING:
-    from waystone.runtime import Runtime
+    from waystone.catalog import Catalog
+    from waystone.parts import Parts
 
 ENDED = ("done", "failed")
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
@@ -41,10 +42,15 @@ LIMIT %(limit)s
 
 
 def prune(
-    rt: Runtime, older_than: timedelta, *, dry_run: bool = False, limit: int = 1000
+    parts: Parts,
+    catalog: Catalog,
+    older_than: timedelta,
+    *,
+    dry_run: bool = False,
+    limit: int = 1000,
 ) -> dict[str, Any]:
     """Prune runs that ended more than ``older_than`` ago (at most ``limit`` per call)."""
-    with rt.db.connection() as conn:
+    with parts.db.connection() as conn:
         rows = conn.execute(
             CANDIDATES, {"ended": list(ENDED), "age": older_than, "limit": limit}
         ).fetchall()
@@ -59,18 +65,18 @@ def prune(
         pruned.append(entry)
         if dry_run:
             continue
-        summary = _summary(rt, row["thread_id"], row["agent"], row["checkpoints"])
-        with rt.db.transaction() as conn:
+        summary = _summary(catalog, row["thread_id"], row["agent"], row["checkpoints"])
+        with parts.db.transaction() as conn:
             marked = conn.execute(
                 "UPDATE waystone.runs SET summary = %s, pruned_at = clock_timestamp() "
                 "WHERE thread_id = %s AND state = ANY(%s) AND pruned_at IS NULL "
                 "RETURNING thread_id",
-                (_jsonb(rt.registry.redact(summary)), row["thread_id"], list(ENDED)),
+                (_jsonb(parts.registry.redact(summary)), row["thread_id"], list(ENDED)),
             ).fetchone()
         if marked is None:  # requeued meanwhile: it is active again, leave it alone
             pruned.pop()
             continue
-        rt.saver.prune([row["thread_id"]], strategy="delete")
+        parts.saver.prune([row["thread_id"]], strategy="delete")
     return {
         "dry_run": dry_run,
         "older_than_s": older_than.total_seconds(),
@@ -79,10 +85,12 @@ def prune(
     }
 
 
-def _summary(rt: Runtime, thread_id: str, agent: str, checkpoints: int) -> dict[str, Any]:
+def _summary(catalog: Catalog, thread_id: str, agent: str, checkpoints: int) -> dict[str, Any]:
+    from waystone.runs.driver import graph_config
+
     values: dict[str, Any] = {}
-    if agent in rt.agents or agent in rt.graph_sources:
-        state = rt.graph(agent).get_state(rt.config(thread_id)).values
+    if catalog.drives(agent):
+        state = catalog.entry(agent).graph.get_state(graph_config(thread_id)).values
         values = state if isinstance(state, dict) else {}
     completed = [
         {"ordinal": c.get("ordinal"), "tool": c.get("tool"), "key": c.get("key")}

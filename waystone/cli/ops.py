@@ -106,7 +106,7 @@ def worker(
             raise BadInput(str(exc)) from exc
         with Runtime(settings) as rt:
             for handler in logging.getLogger().handlers:
-                handler.addFilter(rt.vault.log_filter())  # no personal data in the logs
+                handler.addFilter(rt.log_filter())  # no personal data in the logs
             try:
                 w = kind(
                     rt,
@@ -152,7 +152,7 @@ def dashboard(
 
     def body() -> None:
         with open_runtime(database_url) as rt:
-            data = views.snapshot(rt.db, limit=limit)
+            data = views.snapshot(rt, limit=limit)
         emit(as_json, data, lambda: views.render(data, out))
 
     guard(body)
@@ -204,7 +204,7 @@ def serve_cmd(
         logs.configure()
         with open_runtime(database_url) as rt:
             for handler in logging.getLogger().handlers:
-                handler.addFilter(rt.vault.log_filter())
+                handler.addFilter(rt.log_filter())
             server.serve(
                 rt,
                 host,
@@ -253,7 +253,7 @@ def prune(
     def body() -> None:
         age = retention.parse_age(older_than)
         with open_runtime(database_url) as rt:
-            result = retention.prune(rt, age, dry_run=dry_run)
+            result = rt.prune(age, dry_run=dry_run)
         verb = "would prune" if dry_run else "pruned"
         emit(
             as_json,
@@ -287,7 +287,7 @@ def demo(
                 if not as_json:
                     out.print(text, highlight=False)
 
-            say(f"payments provider on {provider.url}; database {rt.db.url}")
+            say(f"payments provider on {provider.url}; database {rt.database_url}")
             started = rt.start(
                 "refund",
                 {
@@ -297,7 +297,7 @@ def demo(
                     "email": "ana@example.com",
                 },
             )
-            say(f"started {started.thread_id}: {rt.registry.get(started.thread_id).goal}")
+            say(f"started {started.thread_id}: {started.goal}")
             waiting = rt.run(started.thread_id)
             if not as_json:
                 render_status(waiting)

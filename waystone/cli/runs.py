@@ -246,7 +246,7 @@ def erase(
 
     def body() -> None:
         with open_runtime(database_url) as rt:
-            tokens = rt.vault.erase(subject)
+            tokens = rt.erase(subject)
         emit(
             as_json,
             {"erased": tokens},

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from waystone.effects.tools import Tool
 from waystone.preset.policy import Policy
 from waystone.preset.proposers import Proposer
+
+if TYPE_CHECKING:
+    from waystone.catalog import Entry
+    from waystone.parts import Parts
 
 
 @dataclass(frozen=True)
@@ -46,3 +50,9 @@ class AgentSpec:
 
     def tool(self, name: str) -> Tool | None:
         return self.tools.get(name)
+
+    def entry(self, parts: Parts) -> Entry:
+        """This agent's entry in a runtime's catalog (see :mod:`waystone.preset.entry`)."""
+        from waystone.preset.entry import agent_entry
+
+        return agent_entry(self, parts)

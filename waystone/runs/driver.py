@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # the runtime imports this module for every command; most dri
     from langgraph.runtime import RunControl
     from langgraph.types import Command, Interrupt, StateSnapshot
 
+    from waystone.catalog import Entry
     from waystone.checkpointing.held import Statement
 
 logger = logging.getLogger(__name__)
@@ -107,32 +108,19 @@ def wanted_signal(waiting_on: Interrupt) -> str:
 
 
 def drive(
-    graph: CompiledStateGraph[Any],
+    entry: Entry,
     run: Run,
     registry: RunRegistry,
     signals: SignalBox,
     *,
-    recursion_limit: int | None,
     control: RunControl | None = None,
-    preset: bool = True,
     context: Any = None,
-    start: Callable[[Run], Any] | None = None,
 ) -> Run:
-    """Resume the graph of a claimed run until it waits or ends, and record where.
-    ``preset``: the agent preset's graph (it ends on the outcome it records); else a user's
-    graph, done when it ends. ``start`` makes the graph's first input from the run (the
-    run's input as it is, by default). ``context`` reaches its nodes' effects (see
-    :mod:`waystone.effects`), in ``configurable["__waystone__"]``."""
-    steps = _steps(
-        graph,
-        run,
-        registry,
-        signals,
-        recursion_limit=recursion_limit,
-        preset=preset,
-        context=context,
-        start=start,
-    )
+    """Resume the graph of a claimed run until it waits or ends, and record where, as its
+    ``entry`` says (its first input, how it ends). ``context`` reaches its nodes' effects
+    (see :mod:`waystone.effects`), in ``configurable["__waystone__"]``."""
+    graph = entry.graph
+    steps = _steps(entry, run, registry, signals, context=context)
     move: Callable[[], Any] = steps.__next__
     while True:
         got = _advance(move)
@@ -147,30 +135,20 @@ def drive(
 
 
 async def adrive(
+    entry: Entry,
     graph: CompiledStateGraph[Any],
     run: Run,
     registry: RunRegistry,
     signals: SignalBox,
     *,
-    recursion_limit: int | None,
     control: RunControl | None = None,
-    preset: bool = True,
     context: Any = None,
-    start: Callable[[Run], Any] | None = None,
 ) -> Run:
-    """:func:`drive` on an event loop: the graph runs with ``ainvoke`` (its async nodes,
-    effects and models on this loop), and what the drive reads and records between two
-    invocations (signals, transitions) in a worker thread, so the loop is never blocked."""
-    steps = _steps(
-        graph,
-        run,
-        registry,
-        signals,
-        recursion_limit=recursion_limit,
-        preset=preset,
-        context=context,
-        start=start,
-    )
+    """:func:`drive` on an event loop, of ``graph`` (the entry's, saving on this loop's
+    pool): the graph runs with ``ainvoke`` (its async nodes, effects and models on this
+    loop), and what the drive reads and records between two invocations (signals,
+    transitions) in a worker thread, so the loop is never blocked."""
+    steps = _steps(entry, run, registry, signals, context=context, graph=graph)
     move: Callable[[], Any] = steps.__next__
     while True:
         got = await asyncio.to_thread(_advance, move)
@@ -201,28 +179,27 @@ def _advance(move: Callable[[], Any]) -> Run | tuple[Any, RunnableConfig]:
 
 
 def _steps(
-    graph: CompiledStateGraph[Any],
+    entry: Entry,
     run: Run,
     registry: RunRegistry,
     signals: SignalBox,
     *,
-    recursion_limit: int | None,
-    preset: bool,
     context: Any,
-    start: Callable[[Run], Any] | None,
+    graph: CompiledStateGraph[Any] | None = None,
 ) -> Steps:
     """The drive, both sync and async: it yields each invocation of the graph (a payload
     and a config) and is sent its output (or thrown its error); it decides what to resume
     with, and settles the run."""
+    graph = graph if graph is not None else entry.graph
     config = graph_config(
-        run.thread_id, recursion_limit, run.lease_token, run.key_namespace or run.thread_id
+        run.thread_id, entry.recursion_limit, run.lease_token, run.key_namespace or run.thread_id
     )
     if context is not None:
         config["configurable"]["__waystone__"] = context
     number = run.run_number or 1
-    if not preset:  # kept in each checkpoint's metadata: which run of the thread wrote it
+    if not entry.one_run:  # kept in each checkpoint's metadata: which run wrote it
         config["configurable"][RUN_KEY] = run.run_id
-    first = start(run) if start is not None else run.input
+    first = entry.first_input(run) if entry.first_input is not None else run.input
     payload: Any = None
     snapshot: StateSnapshot | Reached | None = None
     if run.started is False:  # the claim saw no checkpoint: nothing to read back
@@ -233,8 +210,8 @@ def _steps(
             payload = first
         elif number > 1 and (snapshot.metadata or {}).get(RUN_KEY) != run.run_id:
             payload = first  # the thread's state is its last run's: this run has not begun
-    # a user's graph records no outcome: it is settled once it stops (see ``settle``)
-    ending = _Ending(registry, run) if preset else None
+    # a graph that records no outcome is settled once it stops (see ``settle``)
+    ending = _Ending(registry, run, entry.ending) if entry.ending is not None else None
     finishing = getattr(graph.checkpointer, "finishing", None)
     with (
         finishing(run.thread_id, run.lease_token, ending)
@@ -268,7 +245,7 @@ def _steps(
                 break  # ended, or waits for something that has not arrived yet
         if finished() and ending is not None and ending.ended is not None:
             return ending.ended  # it ended in its last checkpoint's transaction
-    return settle(graph, run, registry, signals, snapshot, preset=preset)
+    return settle(graph, run, registry, signals, snapshot, ending=entry.ending)
 
 
 class _Ending:
@@ -276,16 +253,22 @@ class _Ending:
     one with an outcome (routing ends the graph there): no step between the two for a
     crash to fall into, and one round trip less. A run that waits is settled after."""
 
-    def __init__(self, registry: RunRegistry, run: Run) -> None:
+    def __init__(
+        self,
+        registry: RunRegistry,
+        run: Run,
+        ending: Callable[[dict[str, Any]], dict[str, Any] | None],
+    ) -> None:
         self.registry = registry
         self.run = run
+        self.ending = ending
         self.ended: Run | None = None
 
     def __call__(self, values: dict[str, Any]) -> list[Statement] | None:
-        outcome = values.get("outcome")
-        if not outcome:
+        evidence = self.ending(values)
+        if evidence is None:
             return None
-        evidence = {"outcome": outcome, "evidence": list(values.get("evidence") or [])[-5:]}
+        outcome = evidence["outcome"]
         statement, self.ended = self.registry.ending(
             self.run, outcome["state"], outcome["reason"], evidence, self._committed
         )
@@ -403,27 +386,28 @@ def settle(
     signals: SignalBox,
     snapshot: StateSnapshot | Reached | None = None,
     *,
-    preset: bool = True,
+    ending: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None,
 ) -> Run:
     """Transition the run to what its graph says (``snapshot``: its latest state, read
-    again when not given), consuming the signals it has used. The preset's graph ends on
-    the outcome it records; a user's graph is done when it ends."""
+    again when not given), consuming the signals it has used. A graph with an ``ending``
+    (see :class:`~waystone.catalog.Entry`) ends on the outcome it records; any other is
+    done when it ends."""
     if snapshot is None:
         snapshot = graph.get_state(graph_config(run.thread_id))
     waiting_on = waiting_interrupt(snapshot)
     values = snapshot.values if isinstance(snapshot.values, dict) else {}
     if waiting_on is None:  # it ends: every signal it used, and every approval, is spent
-        outcome = values.get("outcome") if preset else ENDED
-        if not outcome:
-            outcome = {"state": "failed", "reason": "the graph ended without an outcome"}
+        evidence = ending(values) if ending is not None else {"outcome": ENDED}
+        if evidence is None:
+            ended = {"state": "failed", "reason": "the graph ended without an outcome"}
+            evidence = {"outcome": ended}
+        outcome = evidence["outcome"]
         return registry.transition(
             run.thread_id,
             outcome["state"],
             reason=outcome["reason"],
             from_states=("running",),
-            evidence={"outcome": outcome, "evidence": list(values.get("evidence") or [])[-5:]}
-            if preset
-            else {"outcome": outcome},
+            evidence=evidence,
             lease_token=run.lease_token,
             spend_signals=True,
         )
