@@ -16,7 +16,7 @@ import string
 import time
 from collections.abc import Callable
 
-from waystone.privacy.pii import Detector
+from waystone._privacy.pii import Detector
 
 NOTE = (
     "Customer ana.lopez@example.com (+49 170 1234567, card 4111 1111 1111 1111, "

@@ -10,8 +10,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from waystone.checkpointing.aio import AsyncWaystoneSaver
-    from waystone.checkpointing.saver import WaystoneSaver
+    from waystone._checkpointing.aio import AsyncWaystoneSaver
+    from waystone._checkpointing.saver import WaystoneSaver
     from waystone.config import Settings
     from waystone.effects.inline import effect
     from waystone.effects.lc_tools import durable_tool
@@ -38,8 +38,8 @@ _HOMES = {
     "Check": "waystone.preset.spec",
     "CheckResult": "waystone.preset.spec",
     "Settings": "waystone.config",
-    "WaystoneSaver": "waystone.checkpointing.saver",
-    "AsyncWaystoneSaver": "waystone.checkpointing.aio",
+    "WaystoneSaver": "waystone._checkpointing.saver",
+    "AsyncWaystoneSaver": "waystone._checkpointing.aio",
     "effect": "waystone.effects.inline",
     "durable_tool": "waystone.effects.lc_tools",
     "RetryPolicy": "waystone.effects.tools",
@@ -60,7 +60,7 @@ _HOMES = {
     "ChatModelProposer": "waystone.preset.proposers",
     "Proposal": "waystone.preset.proposers",
     "ScriptedProposer": "waystone.preset.proposers",
-    "RunStatus": "waystone.status",
+    "RunStatus": "waystone._status",
     "Runtime": "waystone.runtime",
 }
 

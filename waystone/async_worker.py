@@ -24,8 +24,8 @@ import psycopg
 from langgraph.runtime import RunControl
 
 from waystone import logs
+from waystone._runs.registry import Run
 from waystone.errors import DatabaseUnavailable, LeaseLost, WaystoneError
-from waystone.runs.registry import Run
 from waystone.worker import Worker, WorkerStats
 
 logger = logging.getLogger(__name__)

@@ -13,15 +13,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from waystone._graphs import GraphSource, check_names
+from waystone._identifiers import check_identifier
 from waystone.errors import BadInput
-from waystone.graphs import GraphSource, check_names
-from waystone.identifiers import check_identifier
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
 
-    from waystone.parts import Parts
-    from waystone.runs.registry import Run
+    from waystone._parts import Parts
+    from waystone._runs.registry import Run
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ class Catalog:
     @property
     def graphs(self) -> dict[str, GraphSource]:
         if self._sources is None:
-            from waystone.graphs import graphs_from_env
+            from waystone._graphs import graphs_from_env
 
             self._sources = graphs_from_env()
             check_names(self.agents, self._sources)
@@ -142,7 +142,7 @@ class Catalog:
         return found
 
     def _graph_entry(self, name: str) -> Entry:
-        from waystone.graphs import compile_graph, needs_async
+        from waystone._graphs import compile_graph, needs_async
 
         settings = self._parts.settings
         # a Pregel (an @entrypoint's) has what the runtime uses of a compiled StateGraph
@@ -158,8 +158,8 @@ class Catalog:
 
     async def agraph(self, name: str) -> CompiledStateGraph[Any]:
         """``name``'s graph, saving natively on the running loop's async pool (one per loop:
-        see :mod:`waystone.checkpointing.loops`)."""
-        from waystone.checkpointing.saver import WaystoneSaver
+        see :mod:`waystone._checkpointing.loops`)."""
+        from waystone._checkpointing.saver import WaystoneSaver
 
         graph = self.entry(name).graph
         here = await self._parts.loop_savers.current()

@@ -51,7 +51,7 @@ class Settings:
     ``prepare_threshold`` is psycopg's; set it to ``None`` behind PgBouncer in transaction mode.
     ``allowed_modules``: the classes a checkpoint is read back as, beyond LangGraph's safe
     types (``module:Class``, or ``module`` for every class it defines; see
-    :mod:`waystone.checkpointing.allowlist`).
+    :mod:`waystone._checkpointing.allowlist`).
     """
 
     database_url: str | None = None

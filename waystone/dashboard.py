@@ -22,7 +22,7 @@ the step took ``ts(C) - ts(P)`` (``checkpoint->>'ts'``). The tasks that ran in t
 saved their writes in ``checkpoint_writes`` under ``P``'s id, and the writes' ``task_path``
 names the node: ``'~__pregel_pull, <node>'`` for an edge-triggered node. A ``Send`` task's
 path (``'~__pregel_push, <index>, ...'``) names no node; in Waystone's graph the only
-``Send`` target is the ``check`` node (see :func:`waystone.preset.nodes.verify.fan_out`). When a
+``Send`` target is the ``check`` node (see :func:`waystone.preset._nodes.verify.fan_out`). When a
 run was parked or lost its process inside a step (an approval, a signal wait, a crash), the
 step is timed from the claim that resumed it (a ``transition`` to ``running`` or a
 ``lease-takeover`` event) rather than from ``P``, so waiting time is not counted as work.
@@ -39,10 +39,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from waystone.checkpointing.database import Conn
-from waystone.preset.nodes.verify import CHECK_NODE
-from waystone.runs.states import STATES
-from waystone.status import shown_reason
+from waystone._checkpointing.database import Conn
+from waystone._runs.states import STATES
+from waystone._status import shown_reason
+from waystone.preset._nodes.verify import CHECK_NODE
 
 if TYPE_CHECKING:
     from waystone.runtime import Runtime

@@ -14,8 +14,8 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import quote
 
+from waystone._status import RunStatus
 from waystone.dashboard import duration, shown_interrupts
-from waystone.status import RunStatus
 from waystone.web_security import CSRF_FIELD
 
 CSP = (

@@ -7,6 +7,7 @@ import hmac
 import json
 import logging
 
+from waystone._status import RunStatus
 from waystone.pages import (
     activity_sections,
     approval_forms,
@@ -16,7 +17,7 @@ from waystone.pages import (
     path_segment,
     state_badge,
 )
-from waystone.preset.approval import edited_args
+from waystone.preset._approval import edited_args
 from waystone.server import (
     NO_TOKEN,
     PAGE_LIMIT,
@@ -36,7 +37,6 @@ from waystone.server import (
     state_param,
     text_field,
 )
-from waystone.status import RunStatus
 from waystone.web_security import SESSION_SECONDS, new_session_id, session_cookie
 
 logger = logging.getLogger(__name__)

@@ -3,7 +3,7 @@
 A :class:`Runtime` holds one connection pool. Every method works from any process: all
 that matters lives in Postgres, keyed by ``thread_id``. It is made of a catalog (what it
 drives, :mod:`waystone.catalog`), commands, drives and views (:mod:`waystone.runs`) over
-one set of parts (:mod:`waystone.parts`); its methods are the only way in.
+one set of parts (:mod:`waystone._parts`); its methods are the only way in.
 """
 
 from __future__ import annotations
@@ -15,17 +15,17 @@ from contextlib import contextmanager
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from waystone._graphs import GraphSource
+from waystone._parts import Parts
+from waystone._runs import driver
+from waystone._runs.commands import Commands
+from waystone._runs.drives import Drives
+from waystone._runs.registry import Run
+from waystone._runs.views import Views
+from waystone._status import RunStatus as RunStatus
 from waystone.catalog import Catalog
 from waystone.config import Settings
 from waystone.errors import TransitionNotAllowed
-from waystone.graphs import GraphSource
-from waystone.parts import Parts
-from waystone.runs import driver
-from waystone.runs.commands import Commands
-from waystone.runs.drives import Drives
-from waystone.runs.registry import Run
-from waystone.runs.views import Views
-from waystone.status import RunStatus as RunStatus
 
 if TYPE_CHECKING:
     import logging
@@ -34,12 +34,12 @@ if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
     from langgraph.runtime import RunControl
 
+    from waystone._checkpointing.database import Conn
     from waystone.catalog import Preset
-    from waystone.checkpointing.database import Conn
 
 
 def _default_agents() -> Mapping[str, Preset]:
-    from waystone.preset.agents import default_agents
+    from waystone.preset._agents import default_agents
 
     return default_agents()
 
@@ -353,7 +353,7 @@ class Runtime:
     ) -> dict[str, Any]:
         """Delete the checkpoints of runs that ended more than ``older_than`` ago, keeping
         each run's record, events, effects and a summary of its last state."""
-        from waystone.checkpointing.retention import prune
+        from waystone._checkpointing.retention import prune
 
         return prune(self._parts, self._catalog, older_than, dry_run=dry_run, limit=limit)
 

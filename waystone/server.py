@@ -50,8 +50,8 @@ from types import FrameType
 from typing import Any, Literal
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from waystone._json_input import parse_json_input
 from waystone.errors import BadInput, DatabaseUnavailable, WaystoneError, chain
-from waystone.json_input import parse_json_input
 from waystone.pages import CSP, error_page
 from waystone.runtime import Runtime
 from waystone.web_security import (
@@ -636,7 +636,7 @@ def form_fields(body: bytes) -> dict[str, str]:
 
 
 def state_param(query: dict[str, list[str]]) -> str | None:
-    from waystone.runs.states import STATES
+    from waystone._runs.states import STATES
 
     state = query.get("state", [None])[-1] or None
     if state is not None and state not in STATES:

@@ -8,7 +8,7 @@ poll as a fallback and a timer for the next wait that times out. SIGTERM (or a f
 SIGINT) finishes the current step of every run in hand, releases the leases and exits; a
 second SIGINT exits at once. When Postgres goes away the worker backs off and carries on.
 
-A drive stuck past its step budget (see ``waystone.runs.leases``) loses its lease and its
+A drive stuck past its step budget (see ``waystone._runs.leases``) loses its lease and its
 slot: a new slot takes its place, so the worker goes on claiming at its concurrency, and
 the stuck thread, should it ever return, ends without claiming again.
 """
@@ -29,8 +29,8 @@ import psycopg
 from langgraph.runtime import RunControl
 
 from waystone import logs
+from waystone._runs.registry import Run, process_owner
 from waystone.errors import DatabaseUnavailable, LeaseLost, WaystoneError
-from waystone.runs.registry import Run, process_owner
 from waystone.runtime import Runtime
 
 logger = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 
 from tests.conftest import REFUND_INPUT, Cli
-from waystone.crash import CRASH_POINTS
+from waystone._crash import CRASH_POINTS
 from waystone.examples.provider import ProviderProcess
 
 

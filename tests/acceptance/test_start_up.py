@@ -19,9 +19,9 @@ DRIVING = (  # what drives a run: the agents, their tools, the graph, its nodes,
     "waystone.preset.spec",
     "waystone.examples.refund",
     "waystone.effects",
-    "waystone.preset.graph.builder",
-    "waystone.preset.nodes",
-    "waystone.checkpointing.saver",
+    "waystone.preset._graph.builder",
+    "waystone.preset._nodes",
+    "waystone._checkpointing.saver",
 )
 IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", re.MULTILINE)
 

@@ -15,9 +15,9 @@ from psycopg_pool import AsyncConnectionPool
 
 from tests.support.inside import parts
 from waystone import Runtime, Settings
-from waystone.checkpointing import loops
-from waystone.checkpointing.aio import AsyncWaystoneSaver
-from waystone.checkpointing.held import Batch
+from waystone._checkpointing import loops
+from waystone._checkpointing.aio import AsyncWaystoneSaver
+from waystone._checkpointing.held import Batch
 from waystone.errors import LeaseLost
 
 

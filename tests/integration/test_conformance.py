@@ -15,10 +15,10 @@ from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from waystone.checkpointing.database import Database
-from waystone.checkpointing.saver import WaystoneSaver, make_saver
+from waystone._checkpointing.database import Database
+from waystone._checkpointing.saver import WaystoneSaver, make_saver
+from waystone._privacy.vault import Vault
 from waystone.config import Settings
-from waystone.privacy.vault import Vault
 
 
 @pytest.mark.parametrize("redacting", [False, True], ids=["bare", "redacting"])

@@ -13,10 +13,10 @@ from psycopg.rows import dict_row
 
 from tests.support.notes import claimed
 from waystone import LeaseLost, Runtime, Settings, sql
-from waystone.checkpointing.database import Database, jsonify
-from waystone.checkpointing.held import Statement
-from waystone.checkpointing.saver import make_saver
-from waystone.runs.registry import Run
+from waystone._checkpointing.database import Database, jsonify
+from waystone._checkpointing.held import Statement
+from waystone._checkpointing.saver import make_saver
+from waystone._runs.registry import Run
 
 
 @pytest.mark.timeout(60)

@@ -14,11 +14,11 @@ from tests.conftest import REFUND_INPUT, wait_until
 from tests.support.inside import parts
 from tests.support.notes import bench_storage, claimed
 from waystone import LeaseLost, Runtime, Settings
-from waystone.effects.runner import EffectRunner
+from waystone._runs.leases import Heartbeats, LeaseGuard, lease_ok
+from waystone._runs.registry import RunRegistry
+from waystone.effects._runner import EffectRunner
 from waystone.examples import refund
 from waystone.examples.provider import ProviderProcess
-from waystone.runs.leases import Heartbeats, LeaseGuard, lease_ok
-from waystone.runs.registry import RunRegistry
 
 
 def test_guard_expires_with_the_lease_and_on_a_refused_heartbeat() -> None:

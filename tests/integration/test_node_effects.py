@@ -28,12 +28,12 @@ from tests.support.effect_graphs import (
     send_note,
 )
 from tests.support.inside import parts
+from waystone._runs.driver import graph_config
 from waystone.effects import deadline
 from waystone.effects.context import CONTEXT_KEY, EffectContext, without_ledger
 from waystone.effects.http import request
 from waystone.errors import NeedsHuman, NotDurable, PermanentError
 from waystone.examples.provider import ProviderProcess
-from waystone.runs.driver import graph_config
 from waystone.runtime import Runtime
 
 

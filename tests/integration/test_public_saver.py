@@ -102,7 +102,7 @@ def _assert_typed(values: dict[str, Any]) -> None:
 
 
 def test_waystone_saver_is_exported_from_the_package() -> None:
-    from waystone.checkpointing.saver import WaystoneSaver as Home
+    from waystone._checkpointing.saver import WaystoneSaver as Home
 
     assert waystone.WaystoneSaver is Home
     assert "WaystoneSaver" in waystone.__all__

@@ -14,7 +14,7 @@ from tests.conftest import wait_until
 from tests.support.inside import parts
 from tests.support.notes import claimed
 from waystone import Runtime
-from waystone.effects.ledger import Effect
+from waystone.effects._ledger import Effect
 from waystone.errors import LeaseLost
 
 

@@ -31,9 +31,9 @@ from psycopg.rows import dict_row
 
 from tests.support.inside import parts
 from waystone import Runtime
-from waystone.checkpointing.saver import WaystoneSaver, make_saver
-from waystone.privacy.keys import parse_key
-from waystone.privacy.seal import TYPE, Sealer
+from waystone._checkpointing.saver import WaystoneSaver, make_saver
+from waystone._privacy.keys import parse_key
+from waystone._privacy.seal import TYPE, Sealer
 
 STEPS = 7
 

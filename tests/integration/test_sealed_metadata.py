@@ -14,9 +14,9 @@ from psycopg.rows import dict_row
 
 from tests.support.inside import parts
 from waystone import Runtime
-from waystone.checkpointing.saver import make_saver
-from waystone.privacy.keys import parse_key
-from waystone.privacy.seal import Sealer
+from waystone._checkpointing.saver import make_saver
+from waystone._privacy.keys import parse_key
+from waystone._privacy.seal import Sealer
 
 
 def test_filters_match_sealed_metadata(runtime: Runtime, sql: psycopg.Connection[Any]) -> None:

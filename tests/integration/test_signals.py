@@ -13,8 +13,8 @@ from pydantic import BaseModel
 from tests.conftest import wait_until
 from tests.support.inside import parts
 from waystone import AgentSpec, Check, CheckResult, Rule, RulePolicy, Runtime, Settings, Tool
+from waystone._runs.waits import SignalWait
 from waystone.preset.proposers import Proposal, ScriptedProposer
-from waystone.runs.waits import SignalWait
 
 
 class Pay(BaseModel):

@@ -16,10 +16,10 @@ import pytest
 from tests.conftest import REFUND_INPUT
 from tests.support.inside import parts
 from waystone import AgentSpec, PolicyDecision, Runtime, Settings
-from waystone.checkpointing.position import next_nodes
+from waystone._checkpointing.position import next_nodes
 from waystone.examples import refund, settlement
 from waystone.examples.provider import ProviderProcess
-from waystone.preset.nodes.verify import CHECK_NODE
+from waystone.preset._nodes.verify import CHECK_NODE
 
 
 class Boom:

@@ -16,10 +16,10 @@ from tests.conftest import wait_until
 from tests.support.inside import parts
 from tests.support.notes import bench_storage
 from waystone import AgentSpec, LeaseLost, Runtime, Settings
+from waystone._runs.leases import lease_ok
+from waystone._runs.registry import Run
 from waystone.effects.tools import RetryPolicy
-from waystone.preset.graph.ports import Ports
-from waystone.runs.leases import lease_ok
-from waystone.runs.registry import Run
+from waystone.preset._graph.ports import Ports
 from waystone.worker import Worker
 
 # a budget of a few seconds: the model's 2 s and its retry delay, a tool's 0.5 s, a margin

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from waystone import AgentSpec, Runtime
-from waystone.runs.registry import Run
+from waystone._runs.registry import Run
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import bench_storage  # noqa: E402

@@ -3,7 +3,7 @@ from typing import Any
 import pytest
 
 from waystone.errors import BadInput
-from waystone.preset.approval import parse_decision
+from waystone.preset._approval import parse_decision
 
 OK: dict[str, Any] = {"choice": "approve", "digest": "sha256:ab", "key": "ws-k", "by": "ana"}
 

@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from waystone.effects.keys import effect_key, idempotency_key
+from waystone.effects._keys import effect_key, idempotency_key
 
 ARGS = {"to": "ana@example.com", "body": "your refund is on its way"}
 PARTS = ("thread-1", "notify:1f0c2a9d-0b7e-6a1b-8c3d-4e5f60718293", "call:0", "send_email")
@@ -12,7 +12,7 @@ PARTS = ("thread-1", "notify:1f0c2a9d-0b7e-6a1b-8c3d-4e5f60718293", "call:0", "s
 
 def test_effect_key_is_stable_across_processes() -> None:
     code = (
-        "from waystone.effects.keys import effect_key;"
+        "from waystone.effects._keys import effect_key;"
         f"print(effect_key(*{PARTS!r}, {{'body': {ARGS['body']!r}, 'to': {ARGS['to']!r}}}))"
     )
     other = subprocess.run(

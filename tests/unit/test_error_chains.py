@@ -7,7 +7,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from waystone.checkpointing.database import meaning_of
+from waystone._checkpointing.database import meaning_of
 from waystone.errors import DatabaseUnavailable, LeaseLost, chain
 from waystone.server import _meaning
 

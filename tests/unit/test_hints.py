@@ -1,5 +1,5 @@
 """Every ``waystone`` command a message names runs as printed: each one written in the code
-(a literal in backticks, or built by :func:`waystone.hints.command`) is parsed by the
+(a literal in backticks, or built by :func:`waystone._hints.command`) is parsed by the
 CLI's own parser, with what the code fills in at run time given a sample value."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import typer
 import typer.main
 
 from tests.conftest import ROOT
+from waystone._hints import command, decide_commands, requeue_command
 from waystone.cli import app
-from waystone.hints import command, decide_commands, requeue_command
 
 try:  # typer vendors click from 0.2x on, and its parser raises that click's errors
     from typer._click.exceptions import UsageError
@@ -67,7 +67,7 @@ def hints_in_code() -> Iterator[tuple[str, list[str]]]:
             elif (
                 isinstance(node, ast.Constant | ast.JoinedStr)
                 and id(node) not in skip
-                and path.name != "hints.py"  # the template of every hint, not a hint
+                and path.name != "_hints.py"  # the template of every hint, not a hint
             ):
                 text = _text(node)
                 for found in IN_BACKTICKS.finditer(text or ""):

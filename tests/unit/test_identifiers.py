@@ -6,8 +6,8 @@ import re
 
 import pytest
 
+from waystone._identifiers import LIMITS, check_identifier
 from waystone.errors import BadInput
-from waystone.identifiers import LIMITS, check_identifier
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from waystone._json_input import MAX_CHARS, MAX_DEPTH, parse_json_input
 from waystone.errors import BadInput
-from waystone.json_input import MAX_CHARS, MAX_DEPTH, parse_json_input
 
 
 def test_an_ordinary_document_comes_back_as_parsed() -> None:

@@ -1,14 +1,14 @@
 import subprocess
 import sys
 
-from waystone.effects.keys import action_digest, canonical_json, idempotency_key
+from waystone.effects._keys import action_digest, canonical_json, idempotency_key
 
 ARGS = {"order_id": "1001", "amount": "120.00", "currency": "EUR"}
 
 
 def test_key_is_stable_across_processes() -> None:
     code = (
-        "from waystone.effects.keys import idempotency_key;"
+        "from waystone.effects._keys import idempotency_key;"
         "print(idempotency_key('t-1', 1, 'refund', "
         "{'currency': 'EUR', 'amount': '120.00', 'order_id': '1001'}))"
     )

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from waystone.privacy.pii import Detector, Pattern, iban_ok, luhn_ok
+from waystone._privacy.pii import Detector, Pattern, iban_ok, luhn_ok
 
 D = Detector()
 

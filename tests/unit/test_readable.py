@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from waystone._privacy.readable import refuse_personal_data
 from waystone.errors import BadInput
-from waystone.privacy.readable import refuse_personal_data
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 import pytest
 
-from waystone.effects.reconcile import Step, after_lookup, next_step
+from waystone.effects._reconcile import Step, after_lookup, next_step
 
 
 @pytest.mark.parametrize(

@@ -56,7 +56,7 @@ def test_the_core_does_not_import_the_preset() -> None:
 
 # The runtime's default agents (the examples', and those WAYSTONE_AGENTS names) are the
 # preset's: loaded when a runtime is made without agents.
-DEFAULT_AGENTS = ("waystone.runtime", "waystone.preset.agents")
+DEFAULT_AGENTS = ("waystone.runtime", "waystone.preset._agents")
 
 
 def _every_import(path: Path) -> set[str]:

@@ -3,10 +3,10 @@ from dataclasses import replace
 from langgraph.graph import END
 
 from tests.support.notes import bench_storage
-from waystone.preset.graph import routing
-from waystone.preset.graph.builder import goto
-from waystone.preset.graph.state import AgentState
-from waystone.preset.nodes.verify import CHECK_NODE
+from waystone.preset._graph import routing
+from waystone.preset._graph.builder import goto
+from waystone.preset._graph.state import AgentState
+from waystone.preset._nodes.verify import CHECK_NODE
 
 ACTION = {"ordinal": 1, "tool": "t", "args": {}, "risk": "low", "key": "k", "digest": "d"}
 

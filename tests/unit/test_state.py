@@ -1,6 +1,6 @@
 from typing import Annotated, get_args, get_origin, get_type_hints
 
-from waystone.preset.graph.state import (
+from waystone.preset._graph.state import (
     REDUCED,
     REDUCERS,
     AgentState,

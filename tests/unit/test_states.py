@@ -1,6 +1,6 @@
 import pytest
 
-from waystone.runs.states import ALLOWED, STATES, is_allowed, transition_pairs
+from waystone._runs.states import ALLOWED, STATES, is_allowed, transition_pairs
 
 
 def test_table_matches_design() -> None:

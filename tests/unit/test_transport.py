@@ -11,7 +11,7 @@ import pytest
 import requests
 import urllib3.exceptions
 
-from waystone.effects.transport import classify_transport
+from waystone.effects._transport import classify_transport
 from waystone.errors import PermanentError, TransientError, UnknownOutcome
 
 REQUEST = httpx.Request("POST", "http://127.0.0.1:1/refunds")

@@ -18,7 +18,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.types import Command, Interrupt, Overwrite, Send
 
-from waystone.privacy.walk import string_mapper
+from waystone._privacy.walk import string_mapper
 
 hide = string_mapper(lambda s: s.replace("ana", "***"))
 

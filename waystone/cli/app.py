@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
+from waystone._json_input import parse_json_input
 from waystone.cli.readable import ReadableGroup, VersionOpt
 from waystone.config import Settings
 from waystone.errors import BadInput, DatabaseUnavailable, WaystoneError
-from waystone.json_input import parse_json_input
 
 if TYPE_CHECKING:
     from waystone.runtime import Runtime

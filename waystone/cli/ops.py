@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 import typer
 
+from waystone._crash import CRASH_POINTS
 from waystone.cli.app import (
     DbOpt,
     JsonOpt,
@@ -28,7 +29,6 @@ from waystone.cli.app import (
 )
 from waystone.cli.render import render_history, render_status
 from waystone.config import Settings
-from waystone.crash import CRASH_POINTS
 from waystone.errors import BadInput, WaystoneError
 
 
@@ -248,7 +248,7 @@ def prune(
 ) -> None:
     """Delete the checkpoints of runs that ended before the cutoff; keep their run row,
     events, effect ledger and a compact summary. Active runs are never touched."""
-    from waystone.checkpointing import retention
+    from waystone._checkpointing import retention
 
     def body() -> None:
         age = retention.parse_age(older_than)

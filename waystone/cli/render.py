@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 from rich.table import Table
 
+from waystone._hints import command, decide_commands, requeue_command
 from waystone.cli.app import fail, out
 from waystone.errors import RunStopped
-from waystone.hints import command, decide_commands, requeue_command
 
 if TYPE_CHECKING:
     from waystone.runtime import RunStatus

@@ -23,7 +23,7 @@ from waystone.cli.app import (
 )
 from waystone.cli.render import render_history, render_status, settled
 from waystone.errors import BadInput
-from waystone.preset.approval import edited_args
+from waystone.preset._approval import edited_args
 
 
 @app.command()
@@ -123,7 +123,7 @@ def list_runs(
     database_url: DbOpt = None,
 ) -> None:
     """List runs, newest first."""
-    from waystone.runs.states import STATES
+    from waystone._runs.states import STATES
 
     def body() -> None:
         if state is not None and state not in STATES:

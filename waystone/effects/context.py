@@ -32,12 +32,12 @@ from langgraph._internal._constants import (
 )
 from langgraph.config import get_config
 
-from waystone.effects.keys import canonical_json
-from waystone.effects.ledger import Ledger
-from waystone.effects.runner import EffectRunner
+from waystone._runs.leases import lease_ends, lease_ok, progressed
+from waystone._runs.registry import RunRegistry
+from waystone.effects._keys import canonical_json
+from waystone.effects._ledger import Ledger
+from waystone.effects._runner import EffectRunner
 from waystone.errors import NotDurable
-from waystone.runs.leases import lease_ends, lease_ok, progressed
-from waystone.runs.registry import RunRegistry
 
 CONTEXT_KEY = "__waystone__"  # configurable[CONTEXT_KEY]: the EffectContext of the drive
 

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from waystone.crash import crash_point
+from waystone._crash import crash_point
 from waystone.errors import LeaseLost
 
 logger = logging.getLogger(__name__)

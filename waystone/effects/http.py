@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 
 from waystone.effects import deadline
-from waystone.effects.transport import classify_status, classify_transport
+from waystone.effects._transport import classify_status, classify_transport
 from waystone.errors import TransientError, UnknownOutcome
 
 

@@ -2,7 +2,7 @@
 
 :func:`effect` turns a plain function (sync or async) that makes one external effect into
 a :class:`~waystone.effects.tools.Tool` and runs every call of it through
-:class:`~waystone.effects.runner.EffectRunner`: intent committed before the call, receipt
+:class:`~waystone.effects._runner.EffectRunner`: intent committed before the call, receipt
 after, an optional read-back, and on a re-executed node the reconciliation table
 (reuse, confirm only, look up, re-apply with the same key only when safe, otherwise
 ``needs-human``). :mod:`waystone.effects.lc_tools` does the same for langchain-core tools.
@@ -28,10 +28,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from waystone.crash import crash_point
+from waystone._crash import crash_point
+from waystone.effects._keys import canonical_json, effect_key
+from waystone.effects._ledger import Note
 from waystone.effects.context import CALLS, CallSite, call_site
-from waystone.effects.keys import canonical_json, effect_key
-from waystone.effects.ledger import Note
 from waystone.effects.tools import Receipt, RetryPolicy, Tool
 from waystone.errors import NeedsHuman, PermanentError, TransientError, UnknownOutcome
 
@@ -182,7 +182,7 @@ def effect(
 
     The key derives from the run's key namespace, the task's identity in LangGraph, the
     count of identical calls before it in the task, the name and the canonical arguments
-    (:func:`~waystone.effects.keys.effect_key`): a re-executed node (crash, ``interrupt()``
+    (:func:`~waystone.effects._keys.effect_key`): a re-executed node (crash, ``interrupt()``
     and resume, requeue) makes the same calls with the same keys, and the ledger gives
     back the receipts of those already made. The ledger's ordinal is LangGraph's step of
     the task. An effect that ends ``failed`` raises

@@ -16,9 +16,9 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from pydantic import ConfigDict
 
+from waystone.effects._keys import canonical_json
 from waystone.effects.context import call_site
 from waystone.effects.inline import EffectSpec, _adapt, _dict
-from waystone.effects.keys import canonical_json
 from waystone.effects.tools import Receipt, RetryPolicy
 
 _TOOL_CALL: ContextVar[str | None] = ContextVar("waystone_tool_call", default=None)

@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from waystone._runs.waits import SignalWait
 from waystone.errors import BadInput, PermanentError
-from waystone.runs.waits import SignalWait
 
 Receipt = dict[str, Any]
 ApplyFn = Callable[[dict[str, Any], str, float], Receipt]

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from waystone import AgentSpec
+from waystone._runs.waits import SignalWait
 from waystone.examples import refund
-from waystone.runs.waits import SignalWait
 
 
 def _with_wait(name: str, wait: SignalWait) -> AgentSpec:

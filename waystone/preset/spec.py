@@ -11,8 +11,8 @@ from waystone.preset.policy import Policy
 from waystone.preset.proposers import Proposer
 
 if TYPE_CHECKING:
+    from waystone._parts import Parts
     from waystone.catalog import Entry
-    from waystone.parts import Parts
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class AgentSpec:
         return self.tools.get(name)
 
     def entry(self, parts: Parts) -> Entry:
-        """This agent's entry in a runtime's catalog (see :mod:`waystone.preset.entry`)."""
-        from waystone.preset.entry import agent_entry
+        """This agent's entry in a runtime's catalog (see :mod:`waystone.preset._entry`)."""
+        from waystone.preset._entry import agent_entry
 
         return agent_entry(self, parts)

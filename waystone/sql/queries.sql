@@ -568,7 +568,7 @@ DELETE FROM waystone.web_sessions WHERE key = %(key)s;
 
 -- name: graph_position
 -- What a run's latest checkpoint (or %(checkpoint_id)s) says about the nodes that run next
--- (see waystone.checkpointing.position): its format and source, the channel versions, the
+-- (see waystone._checkpointing.position): its format and source, the channel versions, the
 -- versions each node has seen, the channels holding a value inline, and those its step
 -- wrote.
 SELECT c.checkpoint->'v' AS v,

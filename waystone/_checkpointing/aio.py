@@ -1,0 +1,268 @@
+"""Waystone's saver with native async saves and reads, on psycopg's ``AsyncConnectionPool``.
+
+The methods LangGraph's async graphs call at every step (``aput``, ``aput_writes``,
+``aget_tuple``) reach Postgres on an ``AsyncConnection``, never through a thread. What a
+save sends is decided by the sync saver's own code, run on the loop with no I/O: what is
+held for the next save, what rides with it, the fence. Its cursor records the statements
+(see ``_cursor`` in :mod:`waystone._checkpointing.saver`) into :class:`Batch` es, which are
+then sent here as the sync saver sends them: the lease token setting, the held
+statements, the save's own, pipelined up to one Sync: one round trip, one implicit
+transaction, refused whole by the fence (:class:`~waystone.errors.LeaseLost`).
+
+Personal data is tokenised on the loop, by the vault the sync saver uses: a value this
+process has not stored in the vault yet is stored with one short sync insert on the sync
+pool, once per value and process (later redactions of it find it in the vault's cache),
+so an async twin of every redaction walk is not worth its second code path.
+
+Its sync methods are the sync saver's, on the sync pool, so one saver serves a graph
+driven either way; the rarer async methods (``alist``, deletes, ``aprune``, copies) run
+the sync ones in a thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, cast
+
+import psycopg
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from psycopg import AsyncConnection, AsyncCursor
+from psycopg.rows import DictRow, dict_row
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+from waystone._checkpointing.allowlist import Declared
+from waystone._checkpointing.at_rest import reveal
+from waystone._checkpointing.database import FENCE_SQL, Conn, Database, reraise
+from waystone._checkpointing.held import Answer, Batch
+from waystone._checkpointing.saver import WaystoneSaver
+from waystone._privacy.seal import Sealer
+from waystone.config import Settings
+from waystone.errors import LeaseLost
+
+logger = logging.getLogger(__name__)
+
+AsyncConn = AsyncConnection[DictRow]
+
+
+class AsyncWaystoneSaver(WaystoneSaver):
+    """:class:`~waystone._checkpointing.saver.WaystoneSaver` whose saves and reads of the
+    latest checkpoint are async on ``apool`` (see the module)."""
+
+    _apool: AsyncConnectionPool[AsyncConn]
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(  # type: ignore[override]  # async, as LangGraph's own
+        cls,
+        conn_string: str,
+        *,
+        pipeline: bool = False,
+        serde: SerializerProtocol | None = None,
+        allowed_modules: Iterable[Declared] = (),
+        settings: Settings | None = None,
+    ) -> AsyncIterator[AsyncWaystoneSaver]:
+        """``async with AsyncWaystoneSaver.from_conn_string(url) as saver``, as for
+        LangGraph's ``AsyncPostgresSaver``: a saver on pools of its own to ``conn_string``
+        (a sync one, for the vault and the rarer methods, and an async one for saves and
+        reads), closed on the way out; the rest as :class:`WaystoneSaver`."""
+        del pipeline  # each save is already one pipelined round trip
+        settings = dataclasses.replace(settings or Settings.from_env(), database_url=conn_string)
+        db = await asyncio.to_thread(Database.open, settings)
+        try:
+            sync = WaystoneSaver(
+                cast(ConnectionPool[Conn], db.pool),
+                serde=serde,
+                allowed_modules=allowed_modules,
+                settings=settings,
+            )
+            apool = await open_async_pool(settings, conn_string)
+            try:
+                yield twin_of(sync, apool)
+            finally:
+                await apool.close()
+        finally:
+            db.close()
+
+    async def setup(self) -> None:  # type: ignore[override]  # awaited, as LangGraph's own
+        """Create or upgrade LangGraph's tables and Waystone's (its fence included), and
+        check the vault's key; idempotent."""
+        await asyncio.to_thread(WaystoneSaver.setup, self)
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        saved, batches = self._deferred(self.put, config, checkpoint, metadata, new_versions)
+        await self._send(batches)
+        next_config: RunnableConfig = saved
+        return next_config
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        _, batches = self._deferred(self.put_writes, config, writes, task_id, task_path)
+        await self._send(batches)
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        configurable = config.get("configurable") or {}
+        if configurable.get("thread_id") in self._empty and not configurable.get("checkpoint_id"):
+            return None  # a new run's first read: nothing to read back
+        # what this process holds for the thread's next save is read too (see the sync get)
+        _, batches = self._deferred(self._flush_thread, config)
+        await self._send(batches)
+        thread_id = configurable["thread_id"]
+        checkpoint_ns = configurable.get("checkpoint_ns", "")
+        checkpoint_id = get_checkpoint_id(config)
+        if checkpoint_id:
+            args: tuple[Any, ...] = (thread_id, checkpoint_ns, checkpoint_id)
+            where = "WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s"
+        else:
+            args = (thread_id, checkpoint_ns)
+            where = (
+                "WHERE thread_id = %s AND checkpoint_ns = %s ORDER BY checkpoint_id DESC LIMIT 1"
+            )
+        try:
+            async with (
+                self._apool.connection() as conn,
+                conn.cursor(binary=True, row_factory=dict_row) as cur,
+            ):
+                await cur.execute(self.SELECT_SQL + where, args, binary=True)
+                value = await cur.fetchone()
+                if value is None:
+                    return None
+                if value["checkpoint"]["v"] < 4 and value["parent_checkpoint_id"]:
+                    # a checkpoint of LangGraph's older format: its sends, as the stock saver
+                    await cur.execute(
+                        self.SELECT_PENDING_SENDS_SQL, (thread_id, [value["parent_checkpoint_id"]])
+                    )
+                    if sends := await cur.fetchone():
+                        if value["channel_values"] is None:
+                            value["channel_values"] = []
+                        self._migrate_pending_sends(
+                            sends["sends"], value["checkpoint"], value["channel_values"]
+                        )
+        except psycopg.DatabaseError as exc:
+            reraise(exc)
+        return reveal(self._sealer, self._load_checkpoint_tuple(value))
+
+    def _deferred(self, decide: Callable[..., Any], *args: Any) -> tuple[Any, list[Batch]]:
+        """What ``decide`` (a sync save, or a flush) returns, and the batches it would
+        have sent: it runs to its end on the loop, with no I/O, so what it keeps on this
+        thread (the fence token, the held statements) is its own."""
+        batches: list[Batch] = []
+        self._fence.deferred = batches
+        try:
+            return decide(*args), batches
+        finally:
+            self._fence.deferred = None
+
+    async def _send(self, batches: list[Batch]) -> None:
+        for batch in batches:
+            try:
+                await self._send_one(batch)
+            except LeaseLost:
+                if batch.own:
+                    raise
+                # held under a lease that moved on: dropped, as the sync saver does
+                logger.warning("dropped pending writes of a lease that moved on")
+                continue
+            for then in batch.then:
+                then()
+
+    async def _send_one(self, batch: Batch) -> None:
+        """The batch in one round trip: pipelined up to one Sync, so Postgres runs it as
+        one implicit transaction (the token setting is local to it; the first error rolls
+        back all of it)."""
+        try:
+            async with self._apool.connection() as conn:
+                asked: list[tuple[AsyncCursor[DictRow], Answer]] = []
+                try:
+                    async with conn.pipeline():
+                        if batch.token is not None:
+                            async with conn.cursor(binary=True) as setter:
+                                await setter.execute(FENCE_SQL, (str(batch.token),))
+                        async with conn.cursor(binary=True, row_factory=dict_row) as cur:
+                            for query, params, how in batch.statements:
+                                if how is True:
+                                    await cur.executemany(query, params)
+                                elif how is False:
+                                    await cur.execute(query, params)
+                                else:  # its rows are wanted: a cursor of its own
+                                    asked.append((conn.cursor(row_factory=dict_row), how))
+                                    await asked[-1][0].execute(query, params)
+                except BaseException:
+                    # the pool replaces it: a statement first prepared in a pipeline that
+                    # aborted counts as prepared (see `pipelined` in the database module)
+                    await conn.close()
+                    raise
+                for answered, answer in asked:  # past the Sync: committed
+                    try:
+                        answer(await answered.fetchall())
+                    except Exception:  # an answer only saves a later read
+                        logger.exception("a committed statement's answer failed")
+        except psycopg.DatabaseError as exc:
+            reraise(exc)
+
+
+async def open_async_pool(settings: Settings, url: str) -> AsyncConnectionPool[AsyncConn]:
+    """An async pool to ``url``, its connections made as the sync pool's (autocommit, dict
+    rows), bounded by ``settings.pool_max_size``."""
+    pool: AsyncConnectionPool[AsyncConn] = AsyncConnectionPool(
+        url,
+        min_size=settings.pool_min_size,
+        max_size=settings.pool_max_size,
+        kwargs={
+            "autocommit": True,
+            "row_factory": dict_row,
+            "prepare_threshold": settings.prepare_threshold,
+        },
+        open=False,
+        name="waystone-async",
+    )
+    await pool.open(wait=True, timeout=15)
+    return pool
+
+
+def make_async_saver(
+    db: Database,
+    apool: AsyncConnectionPool[AsyncConn],
+    redact: Callable[[Any], Any] | None = None,
+    sealer: Sealer | None = None,
+    allowed_modules: Iterable[Declared] = (),
+) -> AsyncWaystoneSaver:
+    """The async saver on Waystone's pools: ``db``'s for its sync methods and the vault,
+    ``apool`` for its async saves and reads."""
+    saver = AsyncWaystoneSaver.__new__(AsyncWaystoneSaver)
+    saver._start(db, redact, sealer, allowed_modules=allowed_modules)
+    saver._vault = None
+    saver._apool = apool
+    return saver
+
+
+def twin_of(saver: WaystoneSaver, apool: AsyncConnectionPool[AsyncConn]) -> AsyncWaystoneSaver:
+    """``saver`` with native async saves on ``apool``: the same pools, serializer, and what
+    is held for the next save (shared, not copied), so statements ridden through either
+    one commit with the next save through either."""
+    twin = AsyncWaystoneSaver.__new__(AsyncWaystoneSaver)
+    twin.__dict__.update(saver.__dict__)
+    twin._apool = apool
+    return twin

@@ -1,0 +1,111 @@
+"""The collaborators a :class:`~waystone.runtime.Runtime` is made of, made once per runtime:
+the database, the vault, the run registry and the signals at once; the saver, the ledger
+and the effects' context on first use, so a command that only reads runs (``status``,
+``list``) never imports LangGraph.
+
+The runtime's commands, drives and views share one :class:`Parts`; nothing outside the
+core reaches it (the runtime's methods are the way in).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from waystone._checkpointing.database import Database
+from waystone._checkpointing.migrations import migrate
+from waystone._identifiers import check_identifier
+from waystone._privacy.keys import at_rest_sealer, load_key
+from waystone._privacy.readable import refuse_personal_data
+from waystone._privacy.seal import open_value
+from waystone._privacy.vault import Vault
+from waystone._runs.registry import RunRegistry, process_owner
+from waystone._runs.signals import SignalBox
+from waystone.config import Settings
+
+if TYPE_CHECKING:
+    from waystone._checkpointing.loops import LoopSavers
+    from waystone._checkpointing.saver import WaystoneSaver
+    from waystone.effects._ledger import Ledger
+    from waystone.effects.context import EffectContext
+
+
+class Parts:
+    """One runtime's database (migrated), vault, sealer, registry, signals and owner."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.db = Database.open(settings)
+        try:
+            migrate(self.db)
+            self.vault = Vault(self.db, load_key(settings.home))
+            self.vault.check_key()
+            self.sealer = at_rest_sealer()
+        except BaseException:
+            self.db.close()
+            raise
+        self.registry = RunRegistry(self.db, redact=self.protect, reveal=self.reveal)
+        self.signals = SignalBox(self.db, redact=self.protect, reveal=self.reveal)
+        self.owner = process_owner()
+
+    def protect(self, value: Any) -> Any:
+        """On the way to Postgres: personal data tokenised, then sealed when encrypting."""
+        redacted = self.vault.redact(value)
+        return self.sealer.seal(redacted) if self.sealer is not None else redacted
+
+    def reveal(self, value: Any) -> Any:
+        return open_value(self.sealer, value)
+
+    def refuse_personal_data(self, kind: str, value: str | None) -> None:
+        """Identifiers are stored readable: one holding personal data is refused."""
+        refuse_personal_data(kind, value, self.vault.detector)
+
+    def who(self, by: str) -> str:
+        """Who acted, as stored: an email or phone given as a name becomes a token."""
+        return str(self.vault.redact(check_identifier("by", by)))
+
+    @cached_property
+    def saver(self) -> WaystoneSaver:
+        from waystone._checkpointing.saver import make_saver
+
+        return make_saver(
+            self.db, self.vault.redact, self.sealer, allowed_modules=self.settings.allowed_modules
+        )
+
+    @cached_property
+    def ledger(self) -> Ledger:
+        from waystone.effects._ledger import Ledger
+
+        return Ledger(self.db, redact=self.protect, reveal=self.reveal, ride=self.saver.ride)
+
+    @cached_property
+    def effects_context(self) -> EffectContext:
+        """What the effects a user's node makes reach the ledger through (see
+        :mod:`waystone.effects.context`): keys derive from arguments as the saver redacts
+        them, and the provider gets the real values."""
+        from waystone.effects.context import EffectContext
+
+        return EffectContext(
+            self.ledger,
+            self.registry,
+            reveal=self.vault.reveal,
+            redact=self.vault.redact,
+            flush=self.saver.flush,
+        )
+
+    @cached_property
+    def loop_savers(self) -> LoopSavers:
+        from waystone._checkpointing.loops import LoopSavers
+
+        return LoopSavers(self.settings, self.db.url)
+
+    def close(self) -> None:
+        if "loop_savers" in self.__dict__:
+            self.loop_savers.close()
+        self.db.close()
+
+    async def aclose(self) -> None:
+        if "loop_savers" in self.__dict__:
+            await self.loop_savers.aclose()
+        await asyncio.to_thread(self.db.close)
