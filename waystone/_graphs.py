@@ -4,13 +4,19 @@ A graph is registered by name as an uncompiled ``StateGraph``, a no-argument fun
 returning one, or an already built graph (a functional-API ``@entrypoint``, a compiled
 graph): Waystone compiles it with its own saver, so every checkpoint it writes is fenced
 by the run's lease. ``WAYSTONE_GRAPHS="support=mypkg.agent:graph,..."`` names graphs for
-the CLI, workers and servers.
+the CLI, workers and servers, and so does a ``langgraph.json`` (the file ``langgraph dev``
+reads: its ``graphs``, ``"name": "./file.py:attr"`` or ``"package.module:attr"``) in the
+current directory, or the one ``WAYSTONE_LANGGRAPH_JSON`` names.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
+import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from waystone._identifiers import check_identifier
@@ -25,8 +31,63 @@ GraphSource = Any  # a StateGraph, a function returning one, or a Pregel (see mo
 
 
 def graphs_from_env() -> dict[str, GraphSource]:
-    """The graphs ``WAYSTONE_GRAPHS`` names (``name=module:attribute``, comma-separated)."""
-    return load_graphs(os.environ.get("WAYSTONE_GRAPHS", ""))
+    """The graphs ``WAYSTONE_GRAPHS`` names (``name=module:attribute``, comma-separated),
+    and those of the ``langgraph.json`` in use (see the module's doc)."""
+    found = load_graphs(os.environ.get("WAYSTONE_GRAPHS", ""))
+    named = os.environ.get("WAYSTONE_LANGGRAPH_JSON")
+    config = Path(named) if named else Path("langgraph.json")
+    if named or config.is_file():
+        for name, source in load_langgraph_json(config).items():
+            if name in found:
+                raise BadInput(
+                    f"{name!r} is named by WAYSTONE_GRAPHS and by {config}: give it one name"
+                )
+            found[name] = source
+    return found
+
+
+def load_langgraph_json(path: Path) -> dict[str, GraphSource]:
+    """The graphs of a ``langgraph.json``: a file path is read from the file's directory
+    (which goes on the import path, as ``langgraph dev`` puts its dependencies there)."""
+    try:
+        config = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise BadInput(f"{path}: cannot read it as JSON: {exc}") from exc
+    graphs = config.get("graphs") if isinstance(config, dict) else None
+    if not isinstance(graphs, dict):
+        raise BadInput(f'{path}: needs "graphs": {{"name": "./file.py:graph", ...}}')
+    base = path.resolve().parent
+    if str(base) not in sys.path:
+        sys.path.insert(0, str(base))
+    found: dict[str, GraphSource] = {}
+    for name, spec in graphs.items():
+        ref = spec.get("path") if isinstance(spec, dict) else spec
+        if not isinstance(ref, str) or ":" not in ref:
+            raise BadInput(f"{path}: graph {name!r} is not 'path/to/file.py:attribute'")
+        named = check_identifier("agent name", name)
+        where, _, attr = ref.rpartition(":")
+        if where.endswith(".py") or "/" in where:
+            found[named] = _from_file(path, base / where, attr)
+        else:
+            found[named] = import_object(str(path), ref)
+    return found
+
+
+def _from_file(config: Path, file: Path, attr: str) -> GraphSource:
+    module_name = "_".join(file.with_suffix("").parts[-2:]).replace(" ", "_").lstrip(".")
+    loaded = sys.modules.get(module_name)
+    if loaded is not None and getattr(loaded, "__file__", None) == str(file):
+        return getattr(loaded, attr)  # a second graph of the same file
+    spec = importlib.util.spec_from_file_location(module_name, file)
+    if spec is None or spec.loader is None or not file.is_file():
+        raise BadInput(f"{config}: no Python file {file}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+        return getattr(module, attr)
+    except Exception as exc:  # the user's module: whatever it raises, the graph is unusable
+        raise BadInput(f"{config}: cannot load {file}:{attr}: {type(exc).__name__}: {exc}") from exc
 
 
 def load_graphs(text: str) -> dict[str, GraphSource]:
