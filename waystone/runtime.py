@@ -9,6 +9,7 @@ one set of parts (:mod:`waystone._parts`); its methods are the only way in.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import functools
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -21,6 +22,7 @@ from waystone._runs import driver
 from waystone._runs.commands import Commands
 from waystone._runs.drives import Drives
 from waystone._runs.registry import Run
+from waystone._runs.threads import Thread, Threads
 from waystone._runs.views import Views
 from waystone._status import RunStatus as RunStatus
 from waystone.catalog import Catalog
@@ -66,6 +68,7 @@ class Runtime:
         self._commands = Commands(self._parts, self._catalog)
         self._drives = Drives(self._parts, self._catalog)
         self._views = Views(self._parts, self._catalog)
+        self._threads = Threads(self._parts)
 
     def __enter__(self) -> Runtime:
         return self
@@ -377,6 +380,32 @@ class Runtime:
     def history(self, thread_id: str) -> dict[str, Any]:
         """Events, node checkpoints and effects of a run, in order."""
         return self._views.history(thread_id)
+
+    # -- threads made before their runs (the LangGraph server API's) ------------------
+
+    def create_thread(
+        self,
+        thread_id: str | None = None,
+        *,
+        metadata: dict[str, Any] | None = None,
+        if_exists: str = "raise",
+    ) -> Thread:
+        """A new thread, with no run yet (a new id when ``thread_id`` is not given); runs
+        start on it with :meth:`start`. With the id taken (by a thread or a run):
+        :class:`TransitionNotAllowed`, or the thread as it is with ``if_exists="do_nothing"``."""
+        return self._threads.create(thread_id, metadata, if_exists)
+
+    def thread(self, thread_id: str) -> Thread:
+        """A thread, made by :meth:`create_thread` or by a run (:class:`UnknownThread` if
+        neither)."""
+        return self._threads.get(thread_id)
+
+    def search_threads(
+        self, *, metadata: dict[str, Any] | None = None, limit: int = 10, offset: int = 0
+    ) -> builtins.list[Thread]:
+        """Threads whose metadata holds every key and value of ``metadata``, the latest
+        changed first."""
+        return self._threads.search(metadata, limit, offset)
 
     # -- for the edges: the runtime's Postgres and its logging ---------------------------
 

@@ -185,3 +185,38 @@ def test_the_python_blocks_are_found() -> None:
         "From Python and notebooks",
         "Plug in a model and a tool",
     } <= set(headings)
+
+
+def test_the_readme_langgraph_api_section_runs_as_written(
+    new_directory: tuple[Path, dict[str, str]],
+) -> None:
+    """Its worker and server started as the README starts them, then its SDK example."""
+    cwd, env = new_directory
+    port = str(free_port())
+    background: list[subprocess.Popen[str]] = []
+    try:
+        for line in console("The LangGraph server API"):
+            words = shlex.split(line.command.replace("--port 2024", f"--port {port}"))
+            if words[0] == "export":
+                env.update(w.partition("=")[::2] for w in words[1:])
+                continue
+            assert words[-1] == "&", line.command
+            proc = subprocess.Popen(
+                argv(words[:-1]), cwd=cwd, env=env, stdout=subprocess.PIPE, text=True
+            )
+            background.append(proc)
+            if line.shown:
+                assert proc.stdout is not None
+                assert proc.stdout.readline().rstrip("\n") == line.shown[0].replace("2024", port)
+        block = re.search(r"```py\n(.*?)```", section("The LangGraph server API"), re.DOTALL)
+        assert block is not None
+        code = block.group(1).replace("127.0.0.1:2024", f"127.0.0.1:{port}")
+        done = subprocess.run(
+            [sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        assert "reviewer said ship it" in done.stdout.splitlines()[-1], done.stdout
+    finally:
+        for proc in background:
+            proc.terminate()
+            proc.communicate(timeout=30)

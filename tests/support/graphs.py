@@ -86,6 +86,23 @@ def fan_graph() -> StateGraph[Any]:
     return builder
 
 
+def _assist(state: MessagesState) -> dict[str, list[AnyMessage]]:
+    last = state["messages"][-1]
+    if str(last.content).endswith("?"):  # a question: a person answers it first
+        answer = interrupt({"question": last.content})
+        return {"messages": [AIMessage(f"a person says: {answer}")]}
+    return {"messages": [AIMessage(f"echo {last.content}")]}
+
+
+def assist_graph() -> StateGraph[Any]:
+    """A MessagesState chat that hands a question to a person (an interrupt())."""
+    builder: StateGraph[Any] = StateGraph(MessagesState)
+    builder.add_node("assist", _assist)
+    builder.add_edge(START, "assist")
+    builder.add_edge("assist", END)
+    return builder
+
+
 GRAPHS = (
     "ask=tests.support.graphs:ask_graph,chat=tests.support.graphs:chat_graph,"
     "fan=tests.support.graphs:fan_graph"

@@ -219,6 +219,48 @@ def serve_cmd(
     guard(body)
 
 
+@app.command("api")
+def api_cmd(
+    host: Annotated[str, typer.Option("--host", envvar="WAYSTONE_HOST")] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", min=0, max=65535, envvar="WAYSTONE_API_PORT")
+    ] = 2024,
+    as_json: JsonOpt = False,
+    database_url: DbOpt = None,
+) -> None:
+    """Serve the LangGraph server API (what langgraph-sdk and `langgraph dev`'s clients
+    speak) over this database's runs: workers drive the runs it creates. With
+    WAYSTONE_API_TOKEN set, every request needs it (x-api-key, or a bearer token);
+    without it the API only reads. Once listening it prints its URL (with --json:
+    {"url": ..., "port": ...})."""
+    import logging
+    import socket
+
+    def body() -> None:
+        try:
+            import uvicorn
+        except ImportError:
+            raise BadInput(
+                "`waystone api` needs the web extra: pip install 'waystone[web]'"
+            ) from None
+
+        from waystone import logs
+        from waystone.web import create_app
+
+        logs.configure()
+        with open_runtime(database_url) as rt:
+            for handler in logging.getLogger().handlers:
+                handler.addFilter(rt.log_filter())
+            # bound here, so the port is known (--port 0) before it is announced
+            sock = socket.create_server((host, port))
+            url = f"http://{host}:{sock.getsockname()[1]}"
+            config = uvicorn.Config(create_app(rt), log_level="warning", lifespan="off")
+            (_announcer(as_json) or (lambda u: print(f"LangGraph API on {u}", flush=True)))(url)
+            uvicorn.Server(config).run(sockets=[sock])
+
+    guard(body)
+
+
 def _announcer(as_json: bool) -> Callable[[str], None] | None:
     """How ``serve`` says where it listens: one JSON object, or the server's own line."""
     if not as_json:

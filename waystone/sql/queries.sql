@@ -582,3 +582,30 @@ WHERE c.thread_id = %(thread_id)s AND c.checkpoint_ns = ''
   AND (%(checkpoint_id)s::text IS NULL OR c.checkpoint_id = %(checkpoint_id)s)
 ORDER BY c.checkpoint_id DESC
 LIMIT 1;
+
+-- name: create_thread
+-- A thread made before its first run; none when the id is taken, by a thread or a run.
+INSERT INTO waystone.threads (thread_id, metadata)
+SELECT %(thread_id)s, %(metadata)s
+WHERE NOT EXISTS (SELECT 1 FROM waystone.runs WHERE thread_id = %(thread_id)s)
+ON CONFLICT DO NOTHING
+RETURNING thread_id;
+
+-- name: get_thread
+-- A thread: made before its runs (a threads row), started by a run alone (a runs row), or
+-- both; with its current run's agent and state when it has one.
+SELECT thread_id, coalesce(t.metadata, '{}'::jsonb) AS metadata,
+       coalesce(t.created_at, r.created_at) AS created_at,
+       greatest(t.updated_at, r.updated_at) AS updated_at, r.agent, r.state
+FROM waystone.threads t FULL JOIN waystone.runs r USING (thread_id)
+WHERE thread_id = %(thread_id)s;
+
+-- name: list_threads
+-- Threads, the latest changed first (their metadata is filtered by the caller: it may be
+-- sealed).
+SELECT thread_id, coalesce(t.metadata, '{}'::jsonb) AS metadata,
+       coalesce(t.created_at, r.created_at) AS created_at,
+       greatest(t.updated_at, r.updated_at) AS updated_at, r.agent, r.state
+FROM waystone.threads t FULL JOIN waystone.runs r USING (thread_id)
+ORDER BY greatest(t.updated_at, r.updated_at) DESC, thread_id
+LIMIT %(limit)s;

@@ -308,3 +308,12 @@ CREATE TABLE waystone.web_sessions (
     created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
     expires_at timestamptz NOT NULL
 );
+
+-- Threads made before their first run (the LangGraph server API's threads), with their
+-- metadata. A thread started by a run alone has no row here: its runs row is the thread.
+CREATE TABLE waystone.threads (
+    thread_id  text PRIMARY KEY,
+    metadata   jsonb NOT NULL DEFAULT '{}'::jsonb,  -- redacted (and sealed) as runs' input
+    created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    updated_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);

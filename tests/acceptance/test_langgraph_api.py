@@ -1,0 +1,147 @@
+"""The LangGraph server API, driven by the official client (``langgraph-sdk``) against a
+real ``waystone api`` process, with a real ``waystone worker`` driving the runs it makes:
+a chat thread, an interrupt seen and answered with ``command``, state and history, a
+second message on the same thread; refusals that change nothing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+from langgraph_sdk import get_sync_client
+from langgraph_sdk.client import SyncLangGraphClient
+
+from tests.acceptance.conftest import Workers
+from tests.conftest import ROOT, Cli
+
+TOKEN = "api-token-for-tests"
+GRAPH = "assist=tests.support.graphs:assist_graph"
+
+
+@pytest.fixture
+def api(cli: Cli, workers: Workers) -> Iterator[str]:
+    env = {**cli.env, "WAYSTONE_GRAPHS": GRAPH, "WAYSTONE_API_TOKEN": TOKEN}
+    workers.spawn(env={"WAYSTONE_GRAPHS": GRAPH})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "waystone", "api", "--port", "0", "--json"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line, proc.stderr.read() if proc.stderr else "no output"
+        yield json.loads(line)["url"]
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)  # its pipes closed with it
+
+
+@pytest.fixture
+def lg(api: str) -> Iterator[SyncLangGraphClient]:
+    with get_sync_client(url=api, api_key=TOKEN) as client:
+        yield client
+
+
+def texts(values: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in values["messages"]]
+
+
+def test_a_chat_thread_through_the_sdk(
+    lg: SyncLangGraphClient, sql: psycopg.Connection[Any]
+) -> None:
+    [assistant] = lg.assistants.search(graph_id="assist")
+    assert lg.assistants.get(assistant["assistant_id"])["graph_id"] == "assist"
+    thread = lg.threads.create(metadata={"team": "support"})
+    thread_id = thread["thread_id"]
+    assert thread["status"] == "idle" and thread["metadata"] == {"team": "support"}
+
+    first = lg.runs.wait(
+        thread_id, "assist", input={"messages": [{"role": "user", "content": "hi"}]}
+    )
+    assert texts(first) == ["hi", "echo hi"]
+
+    asked = lg.runs.wait(
+        thread_id, "assist", input={"messages": [{"role": "user", "content": "refund?"}]}
+    )
+    [pending] = asked["__interrupt__"]
+    assert pending["value"] == {"question": "refund?"}
+    state = lg.threads.get_state(thread_id)
+    assert state["next"] == ["assist"] and state["interrupts"][0]["id"] == pending["id"]
+    assert lg.threads.get(thread_id)["status"] == "interrupted"
+
+    answered = lg.runs.wait(thread_id, "assist", command={"resume": "yes, refund it"})
+    assert texts(answered) == ["hi", "echo hi", "refund?", "a person says: yes, refund it"]
+    assert "__interrupt__" not in answered
+
+    again = lg.runs.wait(
+        thread_id, "assist", input={"messages": [{"role": "user", "content": "bye"}]}
+    )
+    assert texts(again)[-2:] == ["bye", "echo bye"]
+    final = lg.threads.get_state(thread_id)
+    assert texts(final["values"]) == texts(again) and final["next"] == []
+
+    history = lg.threads.get_history(thread_id, limit=100)
+    assert [len(h["values"].get("messages", [])) for h in history][:1] == [6]
+    assert history[0]["checkpoint"]["checkpoint_id"] == final["checkpoint"]["checkpoint_id"]
+    runs = lg.runs.list(thread_id)
+    assert [r["status"] for r in runs] == ["success", "success", "success"]
+    rows = sql.execute(
+        "SELECT count(*) FROM waystone.thread_runs WHERE thread_id = %s", (thread_id,)
+    ).fetchone()
+    assert rows == (2,)  # the current run, and two that ended before it: Waystone runs
+    assert [t["thread_id"] for t in lg.threads.search(metadata={"team": "support"})] == [thread_id]
+
+
+def test_a_background_run_is_joined_and_listed(lg: SyncLangGraphClient) -> None:
+    thread_id = lg.threads.create()["thread_id"]
+    run = lg.runs.create(
+        thread_id, "assist", input={"messages": [{"role": "user", "content": "x"}]}
+    )
+    assert run["status"] in ("pending", "running", "success")
+    joined = lg.runs.join(thread_id, run["run_id"])
+    assert texts(joined) == ["x", "echo x"]
+    assert lg.runs.get(thread_id, run["run_id"])["status"] == "success"
+    stateless = lg.runs.wait(None, "assist", input={"messages": [{"role": "user", "content": "y"}]})
+    assert texts(stateless) == ["y", "echo y"]
+
+
+def test_refusals_change_nothing(
+    api: str, lg: SyncLangGraphClient, sql: psycopg.Connection[Any]
+) -> None:
+    before = sql.execute("SELECT count(*) FROM waystone.runs").fetchone()
+    with (
+        get_sync_client(url=api, api_key=None) as anonymous,
+        pytest.raises(httpx.HTTPStatusError) as no_token,
+    ):
+        anonymous.threads.create()
+    assert no_token.value.response.status_code == 401
+    with pytest.raises(httpx.HTTPStatusError) as unknown:
+        lg.runs.wait("no-such-thread", "assist", input={"messages": []})
+    assert unknown.value.response.status_code == 404
+    thread_id = lg.threads.create()["thread_id"]
+    with pytest.raises(httpx.HTTPStatusError) as no_graph:
+        lg.runs.create(thread_id, "nothing-by-that-name", input={})
+    assert no_graph.value.response.status_code == 404
+    with pytest.raises(httpx.HTTPStatusError) as no_input:
+        lg.runs.create(thread_id, "assist", input=None)
+    assert no_input.value.response.status_code == 400
+    with pytest.raises(httpx.HTTPStatusError) as strategy:
+        lg.runs.create(thread_id, "assist", input={}, multitask_strategy="enqueue")
+    assert strategy.value.response.status_code == 422
+    with pytest.raises(httpx.HTTPStatusError) as nothing_to_resume:
+        lg.runs.create(thread_id, "assist", command={"resume": "yes"})
+    assert nothing_to_resume.value.response.status_code == 409
+    with pytest.raises(httpx.HTTPStatusError) as taken:
+        lg.threads.create(thread_id=thread_id)
+    assert taken.value.response.status_code == 409
+    assert sql.execute("SELECT count(*) FROM waystone.runs").fetchone() == before

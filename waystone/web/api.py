@@ -1,0 +1,422 @@
+"""The LangGraph server API (the one ``langgraph dev`` serves and ``langgraph-sdk``
+speaks) over a Waystone runtime: assistants, threads and runs that workers drive.
+
+Each registered graph or agent is one assistant, found by its name or by the id the
+reference server gives it. A run created here is a Waystone run: queued for a worker,
+fenced, its effects exactly once; a run that stops on an ``interrupt()`` is
+``interrupted`` and a run created with ``command={"resume": ...}`` answers it: the
+same Waystone run goes on (its run id stays the same).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from waystone._runs.signals import RESUME
+from waystone._runs.threads import SEARCH_LIMIT
+from waystone.errors import BadInput, TransitionNotAllowed, UnknownThread, WaystoneError
+from waystone.web import shapes
+
+if TYPE_CHECKING:
+    from langgraph.types import StateSnapshot
+
+    from waystone.runtime import RunStatus, Runtime
+
+Handler = Callable[[Request], Awaitable[Response]]
+POLL_S = 0.05  # how often a wait reads its run's state again
+# What a run request may carry that Waystone does not do yet: refused, never ignored.
+UNSUPPORTED = (
+    "config",
+    "context",
+    "checkpoint",
+    "checkpoint_id",
+    "interrupt_before",
+    "interrupt_after",
+    "webhook",
+    "after_seconds",
+    "feedback_keys",
+    "metadata",
+)
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status, self.detail = status, detail
+
+
+class Api:
+    """The routes, on one runtime. ``token``: what a change must carry (``x-api-key``, or
+    ``Authorization: Bearer``); without one, the API only reads."""
+
+    def __init__(self, rt: Runtime, token: str | None) -> None:
+        self.rt, self.token = rt, token
+        self.since = datetime.now(UTC)
+
+    def routes(self) -> list[Route]:
+        r, w = self._reads, self._changes
+        return [
+            Route("/ok", r(self.ok), methods=["GET"]),
+            Route("/info", r(self.info), methods=["GET"]),
+            Route("/assistants/search", r(self.search_assistants), methods=["POST"]),
+            Route("/assistants/{assistant_id}", r(self.get_assistant), methods=["GET"]),
+            Route("/assistants/{assistant_id}/graph", r(self.assistant_graph), methods=["GET"]),
+            Route("/assistants/{assistant_id}/schemas", r(self.assistant_schemas), methods=["GET"]),
+            Route("/threads", w(self.create_thread), methods=["POST"]),
+            Route("/threads/search", r(self.search_threads), methods=["POST"]),
+            Route("/threads/{thread_id}", r(self.get_thread), methods=["GET"]),
+            Route("/threads/{thread_id}/state", r(self.thread_state), methods=["GET"]),
+            Route("/threads/{thread_id}/history", r(self.thread_history), methods=["GET", "POST"]),
+            Route("/threads/{thread_id}/runs", w(self.create_run), methods=["POST"]),
+            Route("/threads/{thread_id}/runs", r(self.list_runs), methods=["GET"]),
+            Route("/threads/{thread_id}/runs/wait", w(self.wait_run), methods=["POST"]),
+            Route("/threads/{thread_id}/runs/{run_id}", r(self.get_run), methods=["GET"]),
+            Route("/threads/{thread_id}/runs/{run_id}/join", r(self.join_run), methods=["GET"]),
+            Route(
+                "/threads/{thread_id}/runs/{run_id}/cancel", w(self.cancel_run), methods=["POST"]
+            ),
+            Route("/runs/wait", w(self.wait_stateless), methods=["POST"]),
+        ]
+
+    # -- auth and errors -------------------------------------------------------------------
+
+    def _reads(self, handler: Handler) -> Handler:
+        return self._guarded(handler, change=False)
+
+    def _changes(self, handler: Handler) -> Handler:
+        return self._guarded(handler, change=True)
+
+    def _guarded(self, handler: Handler, *, change: bool) -> Handler:
+        async def guarded(request: Request) -> Response:
+            try:
+                if (change or self.token is not None) and not self._authorized(request):
+                    raise ApiError(
+                        401,
+                        "this needs the API token (x-api-key or Authorization: Bearer)"
+                        if self.token
+                        else "the server has no WAYSTONE_API_TOKEN: it only reads",
+                    )
+                return await handler(request)
+            except ApiError as exc:
+                return JSONResponse({"detail": exc.detail}, status_code=exc.status)
+            except UnknownThread as exc:
+                return JSONResponse({"detail": str(exc)}, status_code=404)
+            except TransitionNotAllowed as exc:
+                return JSONResponse({"detail": str(exc)}, status_code=409)
+            except BadInput as exc:
+                return JSONResponse({"detail": str(exc)}, status_code=400)
+            except WaystoneError as exc:
+                return JSONResponse({"detail": str(exc)}, status_code=503)
+
+        return guarded
+
+    def _authorized(self, request: Request) -> bool:
+        if self.token is None:
+            return False
+        given = request.headers.get("x-api-key") or ""
+        scheme, _, bearer = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() == "bearer":
+            given = given or bearer.strip()
+        return hmac.compare_digest(given.encode(), self.token.encode())
+
+    # -- assistants ------------------------------------------------------------------------
+
+    async def ok(self, request: Request) -> Response:
+        return JSONResponse({"ok": True})
+
+    async def info(self, request: Request) -> Response:
+        from importlib.metadata import version
+
+        return JSONResponse({"version": version("waystone"), "flags": {"assistants": True}})
+
+    def _graph_id(self, assistant: str) -> str:
+        """The graph an assistant id (or a graph's name) names; 404 if none."""
+        names = self.rt.names()
+        if assistant in names:
+            return assistant
+        for name in names:
+            if shapes.assistant_id(name) == assistant:
+                return name
+        raise ApiError(404, f"assistant {assistant!r} not found (graphs: {', '.join(names)})")
+
+    async def search_assistants(self, request: Request) -> Response:
+        body = await _body(request)
+        graph_id, name = body.get("graph_id"), body.get("name")
+        limit, offset = _page(body)
+        found = [
+            shapes.assistant(n, self.since)
+            for n in self.rt.names()
+            if (graph_id is None or n == graph_id) and (name is None or n == name)
+        ]
+        return JSONResponse(found[offset : offset + limit])
+
+    async def get_assistant(self, request: Request) -> Response:
+        graph_id = self._graph_id(request.path_params["assistant_id"])
+        return JSONResponse(shapes.assistant(graph_id, self.since))
+
+    async def assistant_graph(self, request: Request) -> Response:
+        graph_id = self._graph_id(request.path_params["assistant_id"])
+        xray = request.query_params.get("xray", "false").lower() in ("1", "true")
+        graph = await run_in_threadpool(self.rt.graph, graph_id)
+        drawn = await run_in_threadpool(lambda: graph.get_graph(xray=xray).to_json())
+        return JSONResponse(shapes.jsonable(drawn))
+
+    async def assistant_schemas(self, request: Request) -> Response:
+        graph_id = self._graph_id(request.path_params["assistant_id"])
+        graph = await run_in_threadpool(self.rt.graph, graph_id)
+        return JSONResponse(
+            {
+                "graph_id": graph_id,
+                "input_schema": graph.get_input_jsonschema(),
+                "output_schema": graph.get_output_jsonschema(),
+                "state_schema": graph.get_output_jsonschema(),
+                "config_schema": graph.get_config_jsonschema(),
+                "context_schema": graph.get_context_jsonschema(),
+            }
+        )
+
+    # -- threads ---------------------------------------------------------------------------
+
+    async def create_thread(self, request: Request) -> Response:
+        body = await _body(request)
+        made = await run_in_threadpool(
+            lambda: self.rt.create_thread(
+                body.get("thread_id"),
+                metadata=body.get("metadata"),
+                if_exists=body.get("if_exists") or "raise",
+            )
+        )
+        return JSONResponse(await run_in_threadpool(self._thread, made.thread_id))
+
+    async def get_thread(self, request: Request) -> Response:
+        return JSONResponse(await run_in_threadpool(self._thread, request.path_params["thread_id"]))
+
+    async def search_threads(self, request: Request) -> Response:
+        body = await _body(request)
+        limit, offset = _page(body)
+        status = body.get("status")
+        metadata = body.get("metadata")
+        if metadata is not None and not isinstance(metadata, dict):
+            raise ApiError(400, "metadata must be a JSON object")
+
+        def search() -> list[dict[str, Any]]:
+            if status is None:
+                found = self.rt.search_threads(metadata=metadata, limit=limit, offset=offset)
+                return [self._thread(t.thread_id) for t in found]
+            # the status is each thread's run's: read on every thread, then paged
+            found = self.rt.search_threads(metadata=metadata, limit=SEARCH_LIMIT)
+            shown = [self._thread(t.thread_id) for t in found]
+            return [t for t in shown if t["status"] == status][offset : offset + limit]
+
+        return JSONResponse(await run_in_threadpool(search))
+
+    def _thread(self, thread_id: str) -> dict[str, Any]:
+        found = self.rt.thread(thread_id)
+        snapshot = self._snapshot(thread_id, found.agent)
+        return shapes.thread(found, snapshot)
+
+    def _snapshot(self, thread_id: str, agent: str | None) -> StateSnapshot | None:
+        if agent is None or agent not in self.rt.names():
+            return None
+        return self.rt.graph(agent).get_state(self.rt.config(thread_id))
+
+    async def thread_state(self, request: Request) -> Response:
+        thread_id = request.path_params["thread_id"]
+
+        def read() -> dict[str, Any]:
+            found = self.rt.thread(thread_id)
+            return shapes.state(thread_id, self._snapshot(thread_id, found.agent))
+
+        return JSONResponse(await run_in_threadpool(read))
+
+    async def thread_history(self, request: Request) -> Response:
+        thread_id = request.path_params["thread_id"]
+        body = await _body(request) if request.method == "POST" else {}
+        limit = _int(body.get("limit", request.query_params.get("limit", 10)), "limit")
+
+        def read() -> list[dict[str, Any]]:
+            found = self.rt.thread(thread_id)
+            if found.agent is None or found.agent not in self.rt.names():
+                return []
+            graph = self.rt.graph(found.agent)
+            history = graph.get_state_history(self.rt.config(thread_id), limit=limit)
+            return [shapes.state(thread_id, snap) for snap in history]
+
+        return JSONResponse(await run_in_threadpool(read))
+
+    # -- runs ------------------------------------------------------------------------------
+
+    async def create_run(self, request: Request) -> Response:
+        thread_id = request.path_params["thread_id"]
+        status, assistant = await self._create(thread_id, await _body(request))
+        return JSONResponse(shapes.run(status, assistant))
+
+    async def wait_run(self, request: Request) -> Response:
+        thread_id = request.path_params["thread_id"]
+        status, _ = await self._create(thread_id, await _body(request))
+        return JSONResponse(await self._settled(status))
+
+    async def wait_stateless(self, request: Request) -> Response:
+        body = await _body(request)
+        made = await run_in_threadpool(self.rt.create_thread)
+        status, _ = await self._create(made.thread_id, {**body, "if_not_exists": "reject"})
+        return JSONResponse(await self._settled(status))
+
+    async def _create(self, thread_id: str, body: dict[str, Any]) -> tuple[RunStatus, str]:
+        """A new run on the thread, or an answer to the interrupt its run waits on."""
+        given = [k for k in UNSUPPORTED if body.get(k) not in (None, {}, [])]
+        if given:
+            raise ApiError(
+                422, f"Waystone does not support {', '.join(given)} on a run yet; leave it out"
+            )
+        strategy = body.get("multitask_strategy") or "reject"
+        if strategy != "reject":
+            raise ApiError(422, f"multitask_strategy {strategy!r} is not supported yet")
+        if "assistant_id" not in body:
+            raise ApiError(400, "a run needs an assistant_id (a graph's name or its id)")
+        graph_id = self._graph_id(str(body["assistant_id"]))
+        if_not_exists = body.get("if_not_exists") or "reject"
+        command = body.get("command")
+
+        def create() -> RunStatus:
+            if not self._exists(thread_id):
+                if if_not_exists != "create":
+                    raise ApiError(404, f"thread {thread_id!r} not found")
+                self.rt.create_thread(thread_id, if_exists="do_nothing")
+            if command is not None:
+                return self._resume(thread_id, command)
+            return self.rt.start(graph_id, body.get("input"), thread_id=thread_id)
+
+        status = await run_in_threadpool(create)
+        return status, shapes.assistant_id(graph_id)
+
+    def _exists(self, thread_id: str) -> bool:
+        try:
+            self.rt.thread(thread_id)
+        except UnknownThread:
+            return False
+        return True
+
+    def _resume(self, thread_id: str, command: Any) -> RunStatus:
+        if not isinstance(command, dict) or set(command) - {"resume"} or "resume" not in command:
+            raise ApiError(422, 'Waystone answers a command of {"resume": value} only, for now')
+        if self.rt.thread(thread_id).state is None:
+            raise ApiError(409, f"thread {thread_id} has no run, so no interrupt to resume")
+        current = self.rt.status(thread_id)
+        if current.state != "waiting" or current.waiting_for != RESUME:
+            raise ApiError(409, f"thread {thread_id}'s run waits on no interrupt to resume")
+        value = command["resume"]
+        pending = [i["id"] for i in current.interrupts]
+        if isinstance(value, dict) and value and set(value) <= set(pending):
+            for interrupt_id, answer in value.items():  # one value per interrupt, by id
+                self.rt.resume(thread_id, answer, interrupt_id=interrupt_id, by="api")
+        else:
+            self.rt.resume(thread_id, value, by="api")
+        return self.rt.status(thread_id)
+
+    async def _settled(self, started: RunStatus) -> dict[str, Any]:
+        """The thread's values once the run has waited or ended (for a resume: once the
+        interrupts it answered are behind it)."""
+        answered = {i["id"] for i in started.interrupts}
+        thread_id = started.thread_id
+        while True:
+            status = await run_in_threadpool(self.rt.status, thread_id)
+            if status.run_id != started.run_id or status.state in shapes.SETTLED:
+                break
+            if status.state == "waiting" and not answered & {i["id"] for i in status.interrupts}:
+                break
+            await asyncio.sleep(POLL_S)
+
+        def values() -> dict[str, Any]:
+            return shapes.output(self._snapshot(thread_id, status.agent))
+
+        return await run_in_threadpool(values)
+
+    async def list_runs(self, request: Request) -> Response:
+        thread_id = request.path_params["thread_id"]
+        limit, offset = _page(dict(request.query_params))
+
+        def runs() -> list[dict[str, Any]]:
+            history = self.rt.history(thread_id)
+            assistant = shapes.assistant_id(self.rt.thread(thread_id).agent or "")
+            listed = [shapes.past_run(thread_id, r, assistant) for r in history["runs"]]
+            listed.reverse()  # the latest first, as the reference lists them
+            return listed[offset : offset + limit]
+
+        return JSONResponse(await run_in_threadpool(runs))
+
+    def _run(self, thread_id: str, run_id: str) -> tuple[RunStatus | None, dict[str, Any]]:
+        """The thread's run ``run_id``: its status when it is the current run, and its
+        shape; 404 when the thread has no such run."""
+        status = self.rt.status(thread_id)
+        assistant = shapes.assistant_id(status.agent)
+        if status.run_id == run_id:
+            return status, shapes.run(status, assistant)
+        for past in self.rt.history(thread_id)["runs"]:
+            if past["run_id"] == run_id:
+                return None, shapes.past_run(thread_id, past, assistant)
+        raise ApiError(404, f"thread {thread_id!r} has no run {run_id!r}")
+
+    async def get_run(self, request: Request) -> Response:
+        p = request.path_params
+        _, shown = await run_in_threadpool(self._run, p["thread_id"], p["run_id"])
+        return JSONResponse(shown)
+
+    async def join_run(self, request: Request) -> Response:
+        p = request.path_params
+        status, _ = await run_in_threadpool(self._run, p["thread_id"], p["run_id"])
+        if status is None:  # an earlier run: it ended before the current one began
+            agent = (await run_in_threadpool(self.rt.thread, p["thread_id"])).agent
+            snapshot = await run_in_threadpool(self._snapshot, p["thread_id"], agent)
+            return JSONResponse(shapes.output(snapshot))
+        return JSONResponse(await self._settled(status))
+
+    async def cancel_run(self, request: Request) -> Response:
+        p = request.path_params
+
+        def cancel() -> None:
+            status, _ = self._run(p["thread_id"], p["run_id"])
+            if status is None or status.state in shapes.SETTLED:
+                raise ApiError(409, f"run {p['run_id']} has ended; nothing to cancel")
+            self.rt.cancel(p["thread_id"], by="api", reason="cancelled through the API")
+
+        await run_in_threadpool(cancel)
+        return Response(status_code=204)
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    if not raw:
+        return {}
+    try:
+        body = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise ApiError(400, f"the body is not JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise ApiError(400, "the body must be a JSON object")
+    return body
+
+
+def _int(value: Any, name: str) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ApiError(400, f"{name} must be a whole number, not {value!r}") from None
+    if number < 0:
+        raise ApiError(400, f"{name} must not be negative")
+    return number
+
+
+def _page(body: dict[str, Any]) -> tuple[int, int]:
+    limit = _int(body.get("limit", 10), "limit")
+    return max(limit, 1), _int(body.get("offset", 0), "offset")

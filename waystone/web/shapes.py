@@ -1,0 +1,193 @@
+"""Waystone's runs, threads and graph states in the shapes of the LangGraph server API
+(``langgraph_sdk.schema``): what its clients read."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import uuid
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from langgraph.types import StateSnapshot
+
+    from waystone._runs.threads import Thread
+    from waystone.runtime import RunStatus
+
+# The reference server's: a graph's default assistant is uuid5(this, graph id).
+NAMESPACE_GRAPH = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
+
+# A run's state -> the API's run status; a waiting run stopped on an interrupt.
+RUN_STATUS = {
+    "queued": "pending",
+    "running": "running",
+    "waiting": "interrupted",
+    "done": "success",
+    "failed": "error",
+    "needs-human": "error",
+}
+# A thread's current run's state -> the API's thread status.
+THREAD_STATUS = {
+    None: "idle",
+    "queued": "busy",
+    "running": "busy",
+    "waiting": "interrupted",
+    "done": "idle",
+    "failed": "error",
+    "needs-human": "error",
+}
+SETTLED = ("done", "failed", "needs-human")
+
+
+def assistant_id(graph_id: str) -> str:
+    return str(uuid.uuid5(NAMESPACE_GRAPH, graph_id))
+
+
+def assistant(graph_id: str, since: datetime) -> dict[str, Any]:
+    return {
+        "assistant_id": assistant_id(graph_id),
+        "graph_id": graph_id,
+        "name": graph_id,
+        "description": None,
+        "config": {},
+        "context": {},
+        "metadata": {"created_by": "system"},
+        "version": 1,
+        "created_at": since.isoformat(),
+        "updated_at": since.isoformat(),
+    }
+
+
+def run(status: RunStatus, assistant: str, created_at: str | None = None) -> dict[str, Any]:
+    return {
+        "run_id": status.run_id,
+        "thread_id": status.thread_id,
+        "assistant_id": assistant,
+        "created_at": created_at or status.updated_at,
+        "updated_at": status.updated_at,
+        "status": RUN_STATUS[status.state],
+        "metadata": {},
+        "kwargs": {},
+        "multitask_strategy": "reject",
+    }
+
+
+def past_run(thread_id: str, past: dict[str, Any], assistant: str) -> dict[str, Any]:
+    """A run of the thread's history (``Runtime.history``'s ``runs``)."""
+    return {
+        "run_id": past["run_id"],
+        "thread_id": thread_id,
+        "assistant_id": assistant,
+        "created_at": past["created_at"],
+        "updated_at": past["ended_at"] or past["created_at"],
+        "status": RUN_STATUS[past["state"]],
+        "metadata": {},
+        "kwargs": {},
+        "multitask_strategy": "reject",
+    }
+
+
+def thread(found: Thread, snapshot: StateSnapshot | None) -> dict[str, Any]:
+    interrupts: dict[str, list[dict[str, Any]]] = {}
+    if snapshot is not None:
+        for task in snapshot.tasks:
+            if task.interrupts:
+                interrupts[task.id] = [_interrupt(i) for i in task.interrupts]
+    return {
+        "thread_id": found.thread_id,
+        "created_at": found.created_at.isoformat(),
+        "updated_at": found.updated_at.isoformat(),
+        "metadata": found.metadata,
+        "status": THREAD_STATUS.get(found.state, "idle"),
+        "values": jsonable(snapshot.values) if snapshot is not None else {},
+        "interrupts": interrupts,
+        "config": {},
+    }
+
+
+def state(thread_id: str, snapshot: StateSnapshot | None) -> dict[str, Any]:
+    """A thread's state at a checkpoint (``ThreadState``); an empty one before any."""
+    if snapshot is None or not snapshot.config:
+        return {
+            "values": {},
+            "next": [],
+            "tasks": [],
+            "metadata": {},
+            "created_at": None,
+            "checkpoint": _checkpoint(thread_id, None),
+            "parent_checkpoint": None,
+            "interrupts": [],
+        }
+    parent = snapshot.parent_config
+    return {
+        "values": jsonable(snapshot.values),
+        "next": list(snapshot.next),
+        "tasks": [
+            {
+                "id": task.id,
+                "name": task.name,
+                "error": None if task.error is None else repr(task.error),
+                "interrupts": [_interrupt(i) for i in task.interrupts],
+                "checkpoint": None,
+                "state": None,
+                "result": jsonable(task.result) if task.result is not None else None,
+            }
+            for task in snapshot.tasks
+        ],
+        "metadata": jsonable(dict(snapshot.metadata or {})),
+        "created_at": snapshot.created_at,
+        "checkpoint": _checkpoint(thread_id, snapshot.config),
+        "parent_checkpoint": _checkpoint(thread_id, parent) if parent else None,
+        "interrupts": [_interrupt(i) for i in snapshot.interrupts],
+    }
+
+
+def output(snapshot: StateSnapshot | None) -> dict[str, Any]:
+    """What a run's wait returns: the thread's values, with the interrupts it stopped on
+    under ``__interrupt__`` (as the values stream's last event has them)."""
+    if snapshot is None:
+        return {}
+    values = jsonable(snapshot.values)
+    values = values if isinstance(values, dict) else {"values": values}
+    if snapshot.interrupts:
+        values["__interrupt__"] = [_interrupt(i) for i in snapshot.interrupts]
+    return values
+
+
+def _checkpoint(thread_id: str, config: Any) -> dict[str, Any]:
+    configurable = (config or {}).get("configurable", {})
+    return {
+        "thread_id": thread_id,
+        "checkpoint_ns": configurable.get("checkpoint_ns", ""),
+        "checkpoint_id": configurable.get("checkpoint_id"),
+        "checkpoint_map": configurable.get("checkpoint_map"),
+    }
+
+
+def _interrupt(item: Any) -> dict[str, Any]:
+    return {"value": jsonable(item.value), "id": item.id}
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as JSON can hold it: a message or any pydantic model as its fields (as
+    the reference server gives them), a dataclass as its fields."""
+    from pydantic import BaseModel
+
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [jsonable(v) for v in value]
+    if isinstance(value, BaseModel):
+        return jsonable(value.model_dump(mode="json"))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return jsonable({f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    return str(value)
