@@ -145,3 +145,45 @@ def test_refusals_change_nothing(
         lg.threads.create(thread_id=thread_id)
     assert taken.value.response.status_code == 409
     assert sql.execute("SELECT count(*) FROM waystone.runs").fetchone() == before
+
+
+MODES = ["values", "updates", "messages-tuple"]
+
+
+def say(text: str) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+def test_a_chat_thread_streamed_through_the_sdk(lg: SyncLangGraphClient) -> None:
+    thread_id = lg.threads.create()["thread_id"]
+    first = list(lg.runs.stream(thread_id, "assist", input=say("hi"), stream_mode=MODES))
+    assert [p.event for p in first] == ["metadata", "values", "messages", "updates", "values"]
+    assert texts(first[-1].data) == ["hi", "echo hi"]
+    assert first[2].data[0]["content"] == "echo hi"  # (message, metadata)
+    assert first[3].data == {"assist": {"messages": [first[2].data[0]]}}
+
+    asked = list(lg.runs.stream(thread_id, "assist", input=say("refund?"), stream_mode=MODES))
+    assert [p.event for p in asked] == ["metadata", "values", "updates", "values"]
+    [pending] = asked[2].data["__interrupt__"]
+    assert pending["value"] == {"question": "refund?"}
+    assert lg.threads.get_state(thread_id)["interrupts"][0]["id"] == pending["id"]
+
+    answered = list(
+        lg.runs.stream(thread_id, "assist", command={"resume": "yes"}, stream_mode=MODES)
+    )
+    assert [p.event for p in answered] == ["metadata", "values", "messages", "updates", "values"]
+    assert texts(answered[-1].data)[-1] == "a person says: yes"
+    run_id = answered[0].data["run_id"]
+
+    # the whole run, joined afterwards: its question, its interrupt, its answer, once each
+    joined = list(lg.runs.join_stream(thread_id, run_id, stream_mode=MODES))
+    assert [p.event for p in joined[1:]] == [p.event for p in asked[1:] + answered[1:]]
+    assert len({p.id for p in joined[1:]}) == len(joined) - 1
+    # reconnected after its third event, it gets the rest and nothing twice
+    rest = list(lg.runs.join_stream(thread_id, run_id, last_event_id=joined[3].id))
+    assert [p.id for p in rest[1:]] == [p.id for p in joined[4:]]
+
+    again = list(lg.runs.stream(thread_id, "assist", input=say("bye"), stream_mode=MODES))
+    assert texts(again[-1].data)[-2:] == ["bye", "echo bye"]
+    assert texts(lg.threads.get_state(thread_id)["values"]) == texts(again[-1].data)
+    assert len(lg.threads.get_history(thread_id, limit=100)) == 9

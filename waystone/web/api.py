@@ -5,7 +5,8 @@ Each registered graph or agent is one assistant, found by its name or by the id 
 reference server gives it. A run created here is a Waystone run: queued for a worker,
 fenced, its effects exactly once; a run that stops on an ``interrupt()`` is
 ``interrupted`` and a run created with ``command={"resume": ...}`` answers it: the
-same Waystone run goes on (its run id stays the same).
+same Waystone run goes on (its run id stays the same). A run's stream is made from its
+committed checkpoints (:mod:`waystone.web.stream`).
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from waystone._runs.signals import RESUME
 from waystone._runs.threads import SEARCH_LIMIT
 from waystone.errors import BadInput, TransitionNotAllowed, UnknownThread, WaystoneError
-from waystone.web import shapes
+from waystone.web import shapes, stream
 
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
@@ -46,6 +47,7 @@ UNSUPPORTED = (
     "after_seconds",
     "feedback_keys",
     "metadata",
+    "stream_subgraphs",
 )
 
 
@@ -80,12 +82,17 @@ class Api:
             Route("/threads/{thread_id}/runs", w(self.create_run), methods=["POST"]),
             Route("/threads/{thread_id}/runs", r(self.list_runs), methods=["GET"]),
             Route("/threads/{thread_id}/runs/wait", w(self.wait_run), methods=["POST"]),
+            Route("/threads/{thread_id}/runs/stream", w(self.stream_run), methods=["POST"]),
+            Route(
+                "/threads/{thread_id}/runs/{run_id}/stream", r(self.join_stream), methods=["GET"]
+            ),
             Route("/threads/{thread_id}/runs/{run_id}", r(self.get_run), methods=["GET"]),
             Route("/threads/{thread_id}/runs/{run_id}/join", r(self.join_run), methods=["GET"]),
             Route(
                 "/threads/{thread_id}/runs/{run_id}/cancel", w(self.cancel_run), methods=["POST"]
             ),
             Route("/runs/wait", w(self.wait_stateless), methods=["POST"]),
+            Route("/runs/stream", w(self.stream_stateless), methods=["POST"]),
         ]
 
     # -- auth and errors -------------------------------------------------------------------
@@ -274,7 +281,7 @@ class Api:
 
     async def _create(self, thread_id: str, body: dict[str, Any]) -> tuple[RunStatus, str]:
         """A new run on the thread, or an answer to the interrupt its run waits on."""
-        given = [k for k in UNSUPPORTED if body.get(k) not in (None, {}, [])]
+        given = [k for k in UNSUPPORTED if body.get(k) not in (None, {}, [], False)]
         if given:
             raise ApiError(
                 422, f"Waystone does not support {', '.join(given)} on a run yet; leave it out"
@@ -342,6 +349,111 @@ class Api:
 
         return await run_in_threadpool(values)
 
+    # -- streams ---------------------------------------------------------------------------
+
+    async def stream_run(self, request: Request) -> Response:
+        return await self._stream_new(request.path_params["thread_id"], await _body(request))
+
+    async def stream_stateless(self, request: Request) -> Response:
+        made = await run_in_threadpool(self.rt.create_thread)
+        body = {**(await _body(request)), "if_not_exists": "reject"}
+        return await self._stream_new(made.thread_id, body)
+
+    async def _stream_new(self, thread_id: str, body: dict[str, Any]) -> Response:
+        modes = _modes(body.get("stream_mode"))
+        resuming = body.get("command") is not None
+        # a resume streams from where the run stopped: what it sent up to there is old
+        start = await run_in_threadpool(self._latest, thread_id) if resuming else None
+        status, _ = await self._create(thread_id, body)
+        after = stream.resumed_from(start) if start is not None else None
+        answered = {i["id"] for i in status.interrupts}
+        return self._sse(status, modes, after, answered)
+
+    async def join_stream(self, request: Request) -> Response:
+        p = request.path_params
+        status, _ = await run_in_threadpool(self._run, p["thread_id"], p["run_id"])
+        if status is None:
+            raise ApiError(409, f"run {p['run_id']} ended before the thread's current one")
+        asked = [m for m in request.query_params.getlist("stream_mode") if m]
+        modes = _modes(asked or list(stream.MODES))
+        last = request.headers.get("last-event-id") or None
+        return self._sse(status, modes, last, set())
+
+    def _latest(self, thread_id: str) -> StateSnapshot | None:
+        found = self.rt.thread(thread_id)
+        snapshot = self._snapshot(thread_id, found.agent)
+        return snapshot if snapshot is not None and snapshot.config else None
+
+    def _sse(
+        self, status: RunStatus, modes: tuple[str, ...], after: str | None, answered: set[str]
+    ) -> Response:
+        thread_id, run_id = status.thread_id, status.run_id
+        assert run_id is not None
+        path = f"/threads/{thread_id}/runs/{run_id}"
+        return StreamingResponse(
+            self._events(status, modes, after, answered),
+            media_type="text/event-stream",
+            headers={"Location": f"{path}/stream", "Content-Location": path},
+        )
+
+    async def _events(
+        self, started: RunStatus, modes: tuple[str, ...], after: str | None, answered: set[str]
+    ) -> Any:
+        """The run's events after ``after``, as its checkpoints commit, until it waits or
+        ends (see :mod:`waystone.web.stream`)."""
+        thread_id, run_id = started.thread_id, started.run_id
+        # a thread of the preset holds one run: every checkpoint of it is the run's
+        run_filter = run_id if self.rt.is_graph(started.agent) else None
+        meta = {"graph_id": started.agent, "assistant_id": shapes.assistant_id(started.agent)}
+        yield _sse_line("metadata", {"run_id": run_id, "attempt": 1})
+        seen: tuple[Any, ...] | None = None
+        while True:
+            status = await run_in_threadpool(self.rt.status, thread_id)
+            current = {i["id"] for i in status.interrupts}
+            settled = (
+                status.run_id != run_id
+                or status.state in shapes.SETTLED
+                or (status.state == "waiting" and not answered & current)
+            )
+            mark = (await run_in_threadpool(self._newest_checkpoint, thread_id), settled)
+            if mark != seen:  # a new checkpoint, or the run settled: make the events again
+                seen = mark
+
+                waiting = settled and status.state == "waiting"
+                made = await run_in_threadpool(
+                    self._run_events, started.agent, thread_id, run_filter, modes, waiting, meta
+                )
+                for event in stream.after(made, after):
+                    yield _sse_line(event.event, event.data, event.id)
+                    after = event.id
+            if settled:
+                if status.run_id == run_id and status.state in ("failed", "needs-human"):
+                    yield _sse_line("error", {"error": status.state, "message": status.reason})
+                return
+            await asyncio.sleep(POLL_S)
+
+    def _run_events(
+        self,
+        agent: str,
+        thread_id: str,
+        run_filter: str | None,
+        modes: tuple[str, ...],
+        waiting: bool,
+        meta: dict[str, Any],
+    ) -> list[stream.Event]:
+        history = self.rt.graph(agent).get_state_history(self.rt.config(thread_id))
+        checkpoints = stream.run_checkpoints(iter(history), run_filter)
+        return stream.events(checkpoints, modes, waiting=waiting, meta=meta)
+
+    def _newest_checkpoint(self, thread_id: str) -> str | None:
+        with self.rt.connection() as conn:
+            row = conn.execute(
+                "SELECT max(checkpoint_id) AS newest FROM public.checkpoints "
+                "WHERE thread_id = %s AND checkpoint_ns = ''",
+                (thread_id,),
+            ).fetchone()
+        return row["newest"] if row else None
+
     async def list_runs(self, request: Request) -> Response:
         thread_id = request.path_params["thread_id"]
         limit, offset = _page(dict(request.query_params))
@@ -405,6 +517,25 @@ async def _body(request: Request) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise ApiError(400, "the body must be a JSON object")
     return body
+
+
+def _modes(given: Any) -> tuple[str, ...]:
+    """The stream modes asked for (``values`` by default, as the reference's)."""
+    modes = [given] if isinstance(given, str) else list(given or ["values"])
+    wrong = [m for m in modes if m not in stream.MODES]
+    if wrong:
+        raise ApiError(
+            422,
+            f"stream_mode {', '.join(map(str, wrong))} is not supported yet "
+            f"(supported: {', '.join(stream.MODES)})",
+        )
+    return tuple(modes)
+
+
+def _sse_line(event: str, data: Any, event_id: str | None = None) -> str:
+    head = f"event: {event}\n"
+    lines = "".join(f"data: {line}\n" for line in json.dumps(data, default=str).splitlines())
+    return head + lines + (f"id: {event_id}\n" if event_id else "") + "\n"
 
 
 def _int(value: Any, name: str) -> int:

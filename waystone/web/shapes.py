@@ -94,16 +94,19 @@ def thread(found: Thread, snapshot: StateSnapshot | None) -> dict[str, Any]:
         for task in snapshot.tasks:
             if task.interrupts:
                 interrupts[task.id] = [_interrupt(i) for i in task.interrupts]
-    return {
+    shown = {
         "thread_id": found.thread_id,
         "created_at": found.created_at.isoformat(),
         "updated_at": found.updated_at.isoformat(),
+        "state_updated_at": found.updated_at.isoformat(),
         "metadata": found.metadata,
         "status": THREAD_STATUS.get(found.state, "idle"),
         "values": jsonable(snapshot.values) if snapshot is not None else {},
-        "interrupts": interrupts,
         "config": {},
     }
+    if interrupts:  # as the reference server: the key only when some are pending
+        shown["interrupts"] = interrupts
+    return shown
 
 
 def state(thread_id: str, snapshot: StateSnapshot | None) -> dict[str, Any]:
@@ -116,10 +119,14 @@ def state(thread_id: str, snapshot: StateSnapshot | None) -> dict[str, Any]:
             "metadata": {},
             "created_at": None,
             "checkpoint": _checkpoint(thread_id, None),
+            "checkpoint_id": None,
             "parent_checkpoint": None,
+            "parent_checkpoint_id": None,
             "interrupts": [],
         }
     parent = snapshot.parent_config
+    checkpoint = _checkpoint(thread_id, snapshot.config)
+    parent_checkpoint = _checkpoint(thread_id, parent) if parent else None
     return {
         "values": jsonable(snapshot.values),
         "next": list(snapshot.next),
@@ -137,8 +144,10 @@ def state(thread_id: str, snapshot: StateSnapshot | None) -> dict[str, Any]:
         ],
         "metadata": jsonable(dict(snapshot.metadata or {})),
         "created_at": snapshot.created_at,
-        "checkpoint": _checkpoint(thread_id, snapshot.config),
-        "parent_checkpoint": _checkpoint(thread_id, parent) if parent else None,
+        "checkpoint": checkpoint,
+        "checkpoint_id": checkpoint["checkpoint_id"],
+        "parent_checkpoint": parent_checkpoint,
+        "parent_checkpoint_id": parent_checkpoint["checkpoint_id"] if parent_checkpoint else None,
         "interrupts": [_interrupt(i) for i in snapshot.interrupts],
     }
 

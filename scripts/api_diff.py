@@ -1,0 +1,225 @@
+"""One client script against the reference server (``langgraph dev``) and ``waystone api``
+on the same graph; prints what each answered and every difference.
+
+    python scripts/api_diff.py [--langgraph PATH]   # the `langgraph` command of a venv
+                                                    # with 'langgraph-cli[inmem]'
+
+The script drives a chat graph that hands a question to a person (``interrupt()``)
+through the official client: a thread, a message, a question and its interrupt, the
+answer by ``command``, another message, the state, the history and the runs. What is
+compared is what a client can rely on: the keys of each answer, the statuses, the
+messages (type and content), the interrupts' values and the shape of the history; ids
+and times differ by nature. Waystone runs on an embedded Postgres with one worker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from langgraph_sdk import get_sync_client
+
+from waystone._checkpointing import embedded
+
+ROOT = Path(__file__).resolve().parent.parent
+TOKEN = "api-diff"
+GRAPH = """
+from langchain_core.messages import AIMessage
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.types import interrupt
+
+
+def assist(state: MessagesState) -> dict:
+    last = state["messages"][-1]
+    if str(last.content).endswith("?"):
+        answer = interrupt({"question": last.content})
+        return {"messages": [AIMessage(f"a person says: {answer}", id="answer")]}
+    return {"messages": [AIMessage(f"echo {last.content}", id=f"echo-{last.content}")]}
+
+
+builder = StateGraph(MessagesState)
+builder.add_node("assist", assist)
+builder.add_edge(START, "assist")
+builder.add_edge("assist", END)
+graph = builder.compile()
+"""
+
+
+# Where Waystone differs on purpose (the README says so): what it answers instead.
+KNOWN = {
+    "run keys": "no langsmith_session_name: Waystone has no LangSmith tracing project",
+    "runs": "a resume is the same Waystone run going on, not a run of its own",
+}
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _messages(values: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(m["type"], m["content"]) for m in values.get("messages", [])]
+
+
+def script(url: str, api_key: str | None) -> list[tuple[str, Any]]:
+    """The calls, and what a client can rely on in each answer."""
+    seen: list[tuple[str, Any]] = []
+    with get_sync_client(url=url, api_key=api_key) as lg:
+        [assistant] = lg.assistants.search(graph_id="assist")
+        seen.append(("assistant keys", sorted(assistant)))
+        thread = lg.threads.create(metadata={"team": "support"})
+        seen.append(("thread keys", sorted(thread)))
+        seen.append(("thread status", thread["status"]))
+        t = thread["thread_id"]
+        first = lg.runs.wait(t, "assist", input={"messages": [{"role": "user", "content": "hi"}]})
+        seen.append(("wait: messages", _messages(first)))
+        asked = lg.runs.wait(
+            t, "assist", input={"messages": [{"role": "user", "content": "refund?"}]}
+        )
+        seen.append(("wait: interrupts", [i["value"] for i in asked.get("__interrupt__", [])]))
+        state = lg.threads.get_state(t)
+        seen.append(("state keys", sorted(state)))
+        seen.append(("state next", state["next"]))
+        seen.append(("state interrupts", [i["value"] for i in state["interrupts"]]))
+        seen.append(("state tasks", [(k["name"], len(k["interrupts"])) for k in state["tasks"]]))
+        seen.append(("thread status, waiting", lg.threads.get(t)["status"]))
+        answered = lg.runs.wait(t, "assist", command={"resume": "yes"})
+        seen.append(("resume: messages", _messages(answered)))
+        again = lg.runs.wait(t, "assist", input={"messages": [{"role": "user", "content": "bye"}]})
+        seen.append(("again: messages", _messages(again)))
+        final = lg.threads.get_state(t)
+        seen.append(("final state", (_messages(final["values"]), final["next"])))
+        history = lg.threads.get_history(t, limit=100)
+        seen.append(
+            (
+                "history: messages per checkpoint",
+                [len(h["values"].get("messages", [])) for h in history],
+            )
+        )
+        seen.append(("history: next", [h["next"] for h in history]))
+        runs = lg.runs.list(t)
+        seen.append(("run keys", sorted(runs[0])))
+        seen.append(("runs", [r["status"] for r in runs]))
+        seen.append(("thread status, at the end", lg.threads.get(t)["status"]))
+        streamed = lg.threads.create()["thread_id"]
+        modes = ["values", "updates", "messages-tuple"]
+        for what, given in [
+            ("stream: a message", {"input": {"messages": [{"role": "user", "content": "hi"}]}}),
+            ("stream: a question", {"input": {"messages": [{"role": "user", "content": "ok?"}]}}),
+            ("stream: its answer", {"command": {"resume": "yes"}}),
+        ]:
+            parts = list(lg.runs.stream(streamed, "assist", stream_mode=modes, **given))
+            seen.append((f"{what}: events", [p.event for p in parts]))
+            last = [p.data for p in parts if p.event == "values"][-1]
+            seen.append((f"{what}: last values", _messages(last)))
+            updates = [sorted(p.data) for p in parts if p.event == "updates"]
+            seen.append((f"{what}: updates", updates))
+            said = [
+                (p.data[0]["type"], p.data[0]["content"]) for p in parts if p.event == "messages"
+            ]
+            seen.append((f"{what}: messages", said))
+    return seen
+
+
+def _wait_for(url: str, proc: subprocess.Popen[str], timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server exited with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1])), 1):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"nothing listens on {url}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--langgraph", default="langgraph", help="the reference's command")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="ws-api-diff-") as tmp:
+        project = Path(tmp)
+        (project / "agent.py").write_text(GRAPH)
+        config = project / "langgraph.json"
+        config.write_text(
+            json.dumps({"dependencies": ["."], "graphs": {"assist": "./agent.py:graph"}})
+        )
+        procs: list[subprocess.Popen[str]] = []
+        db_url = embedded.ensure_server(project / "home")
+        try:
+            ref_url = f"http://127.0.0.1:{_port()}"
+            ref = subprocess.Popen(
+                [
+                    args.langgraph,
+                    "dev",
+                    "--no-browser",
+                    "--no-reload",
+                    "--port",
+                    ref_url.rsplit(":", 1)[1],
+                    "--config",
+                    str(config),
+                ],
+                cwd=project,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                text=True,
+            )
+            procs.append(ref)
+            env = {
+                **os.environ,
+                "WAYSTONE_DATABASE_URL": db_url,
+                "WAYSTONE_HOME": str(project / "home"),
+                "WAYSTONE_LANGGRAPH_JSON": str(config),
+                "WAYSTONE_API_TOKEN": TOKEN,
+                "PYTHONPATH": str(ROOT),
+            }
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "waystone", "worker"],
+                    env=env,
+                    cwd=project,
+                    stdout=subprocess.DEVNULL,
+                    text=True,
+                )
+            )
+            ours = subprocess.Popen(
+                [sys.executable, "-m", "waystone", "api", "--port", "0", "--json"],
+                env=env,
+                cwd=project,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            procs.append(ours)
+            assert ours.stdout is not None
+            our_url = json.loads(ours.stdout.readline())["url"]
+            _wait_for(ref_url, ref)
+            theirs, mine = script(ref_url, None), script(our_url, TOKEN)
+        finally:
+            for proc in procs:
+                proc.terminate()
+                proc.wait(timeout=30)
+            embedded.stop(project / "home")
+    differences = 0
+    for (what, a), (_, b) in zip(theirs, mine, strict=True):
+        mark = "  " if a == b else ("~ " if what in KNOWN else "≠ ")
+        differences += mark == "≠ "
+        print(f"{mark}{what}: {json.dumps(a)}")
+        if a != b:
+            known = f" ({KNOWN[what]})" if what in KNOWN else ""
+            print(f"    waystone: {json.dumps(b)}{known}")
+    print(f"{differences} differences in {len(theirs)} answers (~: documented)")
+    return 1 if differences else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
