@@ -7,8 +7,6 @@ the provider."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -19,7 +17,8 @@ from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
 from tests.acceptance.conftest import Workers
-from tests.conftest import ROOT, Cli, wait_until
+from tests.conftest import Cli, wait_until
+from tests.support.api import api_server
 from tests.support.effect_graphs import GRAPHS
 from waystone.examples.provider import ProviderProcess
 
@@ -31,22 +30,8 @@ ASKED = {"order_id": "1001", "amount": "12.00", "to": "ana@example.com"}
 @pytest.fixture
 def lg(cli: Cli) -> Iterator[SyncLangGraphClient]:
     env = {**cli.env, "WAYSTONE_GRAPHS": GRAPHS, "WAYSTONE_API_TOKEN": TOKEN}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "waystone", "api", "--port", "0", "--json"],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        url = json.loads(proc.stdout.readline())["url"]
-        with get_sync_client(url=url, api_key=TOKEN) as client:
-            yield client
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=30)
+    with api_server(env) as url, get_sync_client(url=url, api_key=TOKEN) as client:
+        yield client
 
 
 def asked() -> dict[str, Any]:

@@ -5,9 +5,6 @@ second message on the same thread; refusals that change nothing."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,7 +15,8 @@ from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
 from tests.acceptance.conftest import Workers
-from tests.conftest import ROOT, Cli
+from tests.conftest import Cli
+from tests.support.api import api_server
 
 TOKEN = "api-token-for-tests"
 GRAPH = "assist=tests.support.graphs:assist_graph"
@@ -26,24 +24,9 @@ GRAPH = "assist=tests.support.graphs:assist_graph"
 
 @pytest.fixture
 def api(cli: Cli, workers: Workers) -> Iterator[str]:
-    env = {**cli.env, "WAYSTONE_GRAPHS": GRAPH, "WAYSTONE_API_TOKEN": TOKEN}
     workers.spawn(env={"WAYSTONE_GRAPHS": GRAPH})
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "waystone", "api", "--port", "0", "--json"],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line, proc.stderr.read() if proc.stderr else "no output"
-        yield json.loads(line)["url"]
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=30)  # its pipes closed with it
+    with api_server({**cli.env, "WAYSTONE_GRAPHS": GRAPH, "WAYSTONE_API_TOKEN": TOKEN}) as url:
+        yield url
 
 
 @pytest.fixture
