@@ -64,9 +64,6 @@ class Threads:
             raise UnknownThread(thread_id)
         return self._thread(row)
 
-    def exists(self, thread_id: str) -> bool:
-        return self._parts.db.fetch_one("get_thread", thread_id=thread_id) is not None
-
     def search(
         self, metadata: dict[str, Any] | None = None, limit: int = 10, offset: int = 0
     ) -> list[Thread]:

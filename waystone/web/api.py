@@ -11,7 +11,6 @@ committed checkpoints (:mod:`waystone.web.stream`).
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import json
 from collections.abc import Awaitable, Callable
@@ -26,7 +25,7 @@ from starlette.routing import Route
 from waystone._runs.signals import RESUME
 from waystone._runs.threads import SEARCH_LIMIT
 from waystone.errors import BadInput, TransitionNotAllowed, UnknownThread, WaystoneError
-from waystone.web import shapes, stream
+from waystone.web import follow, shapes, stream
 
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
@@ -34,7 +33,6 @@ if TYPE_CHECKING:
     from waystone.runtime import RunStatus, Runtime
 
 Handler = Callable[[Request], Awaitable[Response]]
-POLL_S = 0.05  # how often a wait reads its run's state again
 # What a run request may carry that Waystone does not do yet: refused, never ignored.
 UNSUPPORTED = (
     "config",
@@ -332,22 +330,10 @@ class Api:
         return self.rt.status(thread_id)
 
     async def _settled(self, started: RunStatus) -> dict[str, Any]:
-        """The thread's values once the run has waited or ended (for a resume: once the
-        interrupts it answered are behind it)."""
-        answered = {i["id"] for i in started.interrupts}
-        thread_id = started.thread_id
-        while True:
-            status = await run_in_threadpool(self.rt.status, thread_id)
-            if status.run_id != started.run_id or status.state in shapes.SETTLED:
-                break
-            if status.state == "waiting" and not answered & {i["id"] for i in status.interrupts}:
-                break
-            await asyncio.sleep(POLL_S)
-
-        def values() -> dict[str, Any]:
-            return shapes.output(self._snapshot(thread_id, status.agent))
-
-        return await run_in_threadpool(values)
+        """The thread's values once the run has waited or ended (see :mod:`follow`)."""
+        status = await follow.until_settled(self.rt, started)
+        snapshot = await run_in_threadpool(self._snapshot, started.thread_id, status.agent)
+        return shapes.output(snapshot)
 
     # -- streams ---------------------------------------------------------------------------
 
@@ -391,68 +377,10 @@ class Api:
         assert run_id is not None
         path = f"/threads/{thread_id}/runs/{run_id}"
         return StreamingResponse(
-            self._events(status, modes, after, answered),
+            follow.events(self.rt, status, modes, after, answered),
             media_type="text/event-stream",
             headers={"Location": f"{path}/stream", "Content-Location": path},
         )
-
-    async def _events(
-        self, started: RunStatus, modes: tuple[str, ...], after: str | None, answered: set[str]
-    ) -> Any:
-        """The run's events after ``after``, as its checkpoints commit, until it waits or
-        ends (see :mod:`waystone.web.stream`)."""
-        thread_id, run_id = started.thread_id, started.run_id
-        # a thread of the preset holds one run: every checkpoint of it is the run's
-        run_filter = run_id if self.rt.is_graph(started.agent) else None
-        meta = {"graph_id": started.agent, "assistant_id": shapes.assistant_id(started.agent)}
-        yield _sse_line("metadata", {"run_id": run_id, "attempt": 1})
-        seen: tuple[Any, ...] | None = None
-        while True:
-            status = await run_in_threadpool(self.rt.status, thread_id)
-            current = {i["id"] for i in status.interrupts}
-            settled = (
-                status.run_id != run_id
-                or status.state in shapes.SETTLED
-                or (status.state == "waiting" and not answered & current)
-            )
-            mark = (await run_in_threadpool(self._newest_checkpoint, thread_id), settled)
-            if mark != seen:  # a new checkpoint, or the run settled: make the events again
-                seen = mark
-
-                waiting = settled and status.state == "waiting"
-                made = await run_in_threadpool(
-                    self._run_events, started.agent, thread_id, run_filter, modes, waiting, meta
-                )
-                for event in stream.after(made, after):
-                    yield _sse_line(event.event, event.data, event.id)
-                    after = event.id
-            if settled:
-                if status.run_id == run_id and status.state in ("failed", "needs-human"):
-                    yield _sse_line("error", {"error": status.state, "message": status.reason})
-                return
-            await asyncio.sleep(POLL_S)
-
-    def _run_events(
-        self,
-        agent: str,
-        thread_id: str,
-        run_filter: str | None,
-        modes: tuple[str, ...],
-        waiting: bool,
-        meta: dict[str, Any],
-    ) -> list[stream.Event]:
-        history = self.rt.graph(agent).get_state_history(self.rt.config(thread_id))
-        checkpoints = stream.run_checkpoints(iter(history), run_filter)
-        return stream.events(checkpoints, modes, waiting=waiting, meta=meta)
-
-    def _newest_checkpoint(self, thread_id: str) -> str | None:
-        with self.rt.connection() as conn:
-            row = conn.execute(
-                "SELECT max(checkpoint_id) AS newest FROM public.checkpoints "
-                "WHERE thread_id = %s AND checkpoint_ns = ''",
-                (thread_id,),
-            ).fetchone()
-        return row["newest"] if row else None
 
     async def list_runs(self, request: Request) -> Response:
         thread_id = request.path_params["thread_id"]
@@ -530,12 +458,6 @@ def _modes(given: Any) -> tuple[str, ...]:
             f"(supported: {', '.join(stream.MODES)})",
         )
     return tuple(modes)
-
-
-def _sse_line(event: str, data: Any, event_id: str | None = None) -> str:
-    head = f"event: {event}\n"
-    lines = "".join(f"data: {line}\n" for line in json.dumps(data, default=str).splitlines())
-    return head + lines + (f"id: {event_id}\n" if event_id else "") + "\n"
 
 
 def _int(value: Any, name: str) -> int:

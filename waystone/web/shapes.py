@@ -59,29 +59,24 @@ def assistant(graph_id: str, since: datetime) -> dict[str, Any]:
     }
 
 
-def run(status: RunStatus, assistant: str, created_at: str | None = None) -> dict[str, Any]:
-    return {
-        "run_id": status.run_id,
-        "thread_id": status.thread_id,
-        "assistant_id": assistant,
-        "created_at": created_at or status.updated_at,
-        "updated_at": status.updated_at,
-        "status": RUN_STATUS[status.state],
-        "metadata": {},
-        "kwargs": {},
-        "multitask_strategy": "reject",
-    }
+def run(status: RunStatus, assistant: str) -> dict[str, Any]:
+    return _run(status.run_id, status.thread_id, assistant, status.state, status.updated_at)
 
 
 def past_run(thread_id: str, past: dict[str, Any], assistant: str) -> dict[str, Any]:
     """A run of the thread's history (``Runtime.history``'s ``runs``)."""
+    shown = _run(past["run_id"], thread_id, assistant, past["state"], past["created_at"])
+    return {**shown, "updated_at": past["ended_at"] or past["created_at"]}
+
+
+def _run(run_id: str | None, thread_id: str, assistant: str, state: str, at: str) -> dict[str, Any]:
     return {
-        "run_id": past["run_id"],
+        "run_id": run_id,
         "thread_id": thread_id,
         "assistant_id": assistant,
-        "created_at": past["created_at"],
-        "updated_at": past["ended_at"] or past["created_at"],
-        "status": RUN_STATUS[past["state"]],
+        "created_at": at,
+        "updated_at": at,
+        "status": RUN_STATUS[state],
         "metadata": {},
         "kwargs": {},
         "multitask_strategy": "reject",
