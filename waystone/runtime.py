@@ -20,6 +20,7 @@ from waystone._graphs import GraphSource
 from waystone._parts import Parts
 from waystone._runs import driver
 from waystone._runs.commands import Commands
+from waystone._runs.crons import Crons
 from waystone._runs.drives import Drives
 from waystone._runs.registry import Run
 from waystone._runs.threads import Thread, Threads
@@ -69,6 +70,7 @@ class Runtime:
         self._drives = Drives(self._parts, self._catalog)
         self._views = Views(self._parts, self._catalog)
         self._threads = Threads(self._parts)
+        self._crons = Crons(self._parts, self._catalog)
 
     def __enter__(self) -> Runtime:
         return self
@@ -406,6 +408,12 @@ class Runtime:
         """Threads whose metadata holds every key and value of ``metadata``, the latest
         changed first."""
         return self._threads.search(metadata, limit, offset)
+
+    @property
+    def crons(self) -> Crons:
+        """The crons (schedules that start runs; workers tick them): create, search,
+        update, delete, and a worker's ``tick``."""
+        return self._crons
 
     # -- for the edges: the runtime's Postgres and its logging ---------------------------
 

@@ -4,7 +4,8 @@ only runs of the agents it has (``WAYSTONE_AGENTS``, or ``agents=``), so pools o
 can serve different agents side by side.
 
 Idle workers hold no run and wait on LISTEN/NOTIFY (``waystone_runnable``), with a slow
-poll as a fallback and a timer for the next wait that times out. SIGTERM (or a first
+poll as a fallback and a timer for the next wait that times out. Each worker ticks the
+crons of its agents in a thread of its own (:mod:`waystone.ticker`). SIGTERM (or a first
 SIGINT) finishes the current step of every run in hand, releases the leases and exits; a
 second SIGINT exits at once. When Postgres goes away the worker backs off and carries on.
 
@@ -32,6 +33,8 @@ from waystone import logs
 from waystone._runs.registry import Run, process_owner
 from waystone.errors import DatabaseUnavailable, LeaseLost, WaystoneError
 from waystone.runtime import Runtime
+from waystone.ticker import CHANNEL as CRONS
+from waystone.ticker import CronTicker
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +89,7 @@ class Worker:
         # the drives in hand, by (thread id, lease token): a stuck one is dropped at once
         self._controls: dict[tuple[str, int], RunControl] = {}
         self._interrupts = 0
+        self.ticker = CronTicker(runtime, self._serving, self.owner, self._stopping, poll_seconds)
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -93,6 +97,7 @@ class Worker:
         """Work until stopped (or, with ``until_idle``, until nothing is runnable)."""
         listener = threading.Thread(target=self._listen, name="waystone-listen", daemon=True)
         listener.start()
+        self.ticker.start()
         for _ in range(self.concurrency):
             self._add_slot()
         while True:  # the main thread stays free for signal handlers
@@ -264,11 +269,13 @@ class Worker:
             try:
                 with psycopg.connect(self.rt.database_url, autocommit=True) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
+                    conn.execute(f"LISTEN {CRONS}")
                     backoff = 0.5
                     self._wake.set()  # anything that arrived while we were not listening
+                    self.ticker.wake.set()
                     while not self._stopping.is_set():
-                        for _ in conn.notifies(timeout=0.5, stop_after=1):
-                            self._wake.set()
+                        for note in conn.notifies(timeout=0.5, stop_after=1):
+                            (self.ticker.wake if note.channel == CRONS else self._wake).set()
             except psycopg.OperationalError as exc:
                 logger.warning("listener lost its connection: %s", exc)
                 self._stopping.wait(backoff)

@@ -314,6 +314,89 @@ CROSS JOIN LATERAL (
     LIMIT 1
 ) w;
 
+-- name: create_cron
+INSERT INTO waystone.crons (cron_id, agent, thread_id, schedule, timezone, input, metadata,
+                            on_run_completed, end_time, enabled, next_run_date)
+VALUES (%(cron_id)s, %(agent)s, %(thread_id)s, %(schedule)s, %(timezone)s, %(input)s,
+        %(metadata)s, %(on_run_completed)s, %(end_time)s, %(enabled)s, %(next_run_date)s)
+RETURNING *;
+
+-- name: get_cron
+SELECT * FROM waystone.crons WHERE cron_id = %(cron_id)s;
+
+-- name: update_cron
+-- A person's change: what is given replaces what was (updated_at wakes the tickers).
+UPDATE waystone.crons
+SET schedule = %(schedule)s, timezone = %(timezone)s, input = %(input)s,
+    metadata = %(metadata)s, on_run_completed = %(on_run_completed)s,
+    end_time = %(end_time)s, enabled = %(enabled)s, next_run_date = %(next_run_date)s,
+    updated_at = clock_timestamp()
+WHERE cron_id = %(cron_id)s
+RETURNING *;
+
+-- name: delete_cron
+-- Its ticks (cron_ticks) and the runs they started stay: they are what happened.
+DELETE FROM waystone.crons WHERE cron_id = %(cron_id)s RETURNING cron_id;
+
+-- name: list_crons
+-- Crons by graph, thread and whether enabled (their metadata is filtered by the caller:
+-- it may be sealed), in the order asked (the column is one of a fixed few, named here).
+SELECT * FROM waystone.crons
+WHERE (%(agent)s::text IS NULL OR agent = %(agent)s)
+  AND (%(thread_id)s::text IS NULL OR thread_id = %(thread_id)s)
+  AND (%(enabled)s::boolean IS NULL OR enabled = %(enabled)s)
+ORDER BY CASE WHEN %(desc)s THEN
+             CASE %(sort_by)s WHEN 'cron_id' THEN cron_id WHEN 'assistant_id' THEN agent
+                              WHEN 'thread_id' THEN thread_id END END DESC,
+         CASE WHEN NOT %(desc)s THEN
+             CASE %(sort_by)s WHEN 'cron_id' THEN cron_id WHEN 'assistant_id' THEN agent
+                              WHEN 'thread_id' THEN thread_id END END,
+         CASE WHEN %(desc)s THEN
+             CASE %(sort_by)s WHEN 'next_run_date' THEN next_run_date
+                              WHEN 'end_time' THEN end_time WHEN 'updated_at' THEN updated_at
+                              WHEN 'created_at' THEN created_at END END DESC,
+         CASE WHEN NOT %(desc)s THEN
+             CASE %(sort_by)s WHEN 'next_run_date' THEN next_run_date
+                              WHEN 'end_time' THEN end_time WHEN 'updated_at' THEN updated_at
+                              WHEN 'created_at' THEN created_at END END,
+         cron_id
+LIMIT %(limit)s;
+
+-- name: now
+SELECT clock_timestamp() AS now;
+
+-- name: claim_due_cron
+-- One due cron of these graphs, locked until the ticker's transaction ends (its run made
+-- and its next tick set, or nothing): another ticker passes it by, and a delete waits.
+SELECT c.*, clock_timestamp() AS now
+FROM waystone.crons c
+WHERE c.enabled AND c.agent = ANY(%(agents)s::text[])
+  AND c.next_run_date <= clock_timestamp()
+  AND (c.end_time IS NULL OR c.next_run_date <= c.end_time)
+ORDER BY c.next_run_date
+LIMIT 1
+FOR UPDATE SKIP LOCKED;
+
+-- name: cron_ticked
+UPDATE waystone.crons SET next_run_date = %(next_run_date)s
+WHERE cron_id = %(cron_id)s;
+
+-- name: tick_taken
+SELECT 1 FROM waystone.cron_ticks WHERE cron_id = %(cron_id)s AND tick_at = %(tick_at)s;
+
+-- name: record_tick
+INSERT INTO waystone.cron_ticks (cron_id, tick_at, outcome, thread_id, start_key, reason,
+                                 missed, missed_from, ticked_by)
+VALUES (%(cron_id)s, %(tick_at)s, %(outcome)s, %(thread_id)s, %(start_key)s, %(reason)s,
+        %(missed)s, %(missed_from)s, %(ticked_by)s);
+
+-- name: next_cron
+-- Seconds until the first enabled cron of these graphs is due, by the database's clock.
+SELECT extract(epoch FROM min(c.next_run_date) - clock_timestamp())::float8 AS due_in
+FROM waystone.crons c
+WHERE c.enabled AND c.agent = ANY(%(agents)s::text[])
+  AND (c.end_time IS NULL OR c.next_run_date <= c.end_time);
+
 -- name: bounded
 -- This transaction's waits for a lock and its statements are cut off after %(limit)s
 -- (e.g. '250ms'): for a heartbeat, which must not hold up the others.

@@ -1,0 +1,308 @@
+"""Crons: schedules kept in Postgres whose ticks start runs, as the LangGraph server API
+has them. A cron on a thread starts each run on that thread; one without starts each on
+a new thread. Its input and metadata are redacted and sealed as a run's input.
+
+Workers tick them (:mod:`waystone.ticker`). A tick is taken in one transaction: the due
+cron's row is locked (``SKIP LOCKED``: another ticker passes it by), its run is created
+with a start key of the cron and the tick's time, the tick is recorded in ``cron_ticks``
+(one row per tick) and the cron's next tick is set; so each tick starts one run, however
+many tickers are up."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from psycopg.types.json import Jsonb
+
+from waystone._identifiers import check_identifier
+from waystone._runs import schedule
+from waystone._runs.threads import SEARCH_LIMIT
+from waystone.errors import BadInput, TransitionNotAllowed, UnknownThread
+
+if TYPE_CHECKING:
+    from waystone._checkpointing.database import Conn
+    from waystone._parts import Parts
+    from waystone.catalog import Catalog
+
+_THREADS = uuid.UUID("0b7f3c2e-6a41-4d2b-9f1e-5c8d7a6b4e3f")  # a stateless tick's thread ids
+ENDED = ("done", "failed")  # a thread whose run is in one of these takes the next
+
+
+@dataclass(frozen=True)
+class Cron:
+    cron_id: str
+    agent: str
+    thread_id: str | None
+    schedule: str
+    timezone: str | None
+    input: Any
+    metadata: dict[str, Any]
+    on_run_completed: str | None
+    end_time: datetime | None
+    enabled: bool
+    next_run_date: datetime
+    created_at: datetime
+    updated_at: datetime
+
+
+def start_key(cron_id: str, tick_at: datetime) -> str:
+    """The start key of a tick's run: one run per cron and tick, whoever starts it."""
+    return f"cron:{cron_id}:{tick_at.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
+
+
+def tick_thread(cron_id: str, tick_at: datetime) -> str:
+    """The new thread a stateless cron's tick runs on (derived, so a retry finds it)."""
+    return str(uuid.uuid5(_THREADS, start_key(cron_id, tick_at)))
+
+
+class Crons:
+    def __init__(self, parts: Parts, catalog: Catalog) -> None:
+        self._parts = parts
+        self._catalog = catalog
+
+    # -- what a person asks ----------------------------------------------------------------
+
+    def create(
+        self,
+        agent: str,
+        cron_schedule: Any,
+        input: Any,
+        *,
+        thread_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        timezone: str | None = None,
+        end_time: datetime | None = None,
+        enabled: bool = True,
+        on_run_completed: str | None = None,
+    ) -> Cron:
+        """A new cron of ``agent``; on ``thread_id`` (a thread that exists), or a new
+        thread each tick. Everything is checked before anything is written."""
+        parts, db = self._parts, self._parts.db
+        schedule.check(cron_schedule, timezone)
+        clean = self._input(agent, input)
+        if thread_id is not None:
+            check_identifier("thread id", thread_id)
+            if db.fetch_one("get_thread", thread_id=thread_id) is None:
+                raise UnknownThread(thread_id)
+        now = db.fetch_one("now")["now"]  # type: ignore[index]
+        row = db.fetch_one(
+            "create_cron",
+            cron_id=str(uuid.uuid4()),
+            agent=agent,
+            thread_id=thread_id,
+            schedule=cron_schedule,
+            timezone=timezone,
+            input=Jsonb(parts.protect(clean)),  # a graph's input may be any JSON value
+            metadata=Jsonb(parts.protect(_object(metadata, "metadata"))),
+            on_run_completed=on_run_completed if thread_id is None else None,
+            end_time=end_time,
+            enabled=enabled,
+            next_run_date=schedule.next_tick(cron_schedule, now, timezone),
+        )
+        assert row is not None
+        return self._cron(row)
+
+    def _input(self, agent: str, input: Any) -> Any:
+        entry = self._catalog.entry(self._catalog.known(agent))
+        return self._parts.vault.redact(entry.check_input(input))
+
+    def get(self, cron_id: str) -> Cron | None:
+        row = self._parts.db.fetch_one("get_cron", cron_id=cron_id)
+        return self._cron(row) if row is not None else None
+
+    def search(
+        self,
+        *,
+        agent: str | None = None,
+        thread_id: str | None = None,
+        enabled: bool | None = None,
+        metadata: dict[str, Any] | None = None,
+        sort_by: str = "created_at",
+        descending: bool = True,
+    ) -> list[Cron]:
+        """Crons matching every filter given (``metadata``: each key and value), sorted."""
+        rows = self._parts.db.fetch_all(
+            "list_crons",
+            agent=agent,
+            thread_id=thread_id,
+            enabled=enabled,
+            sort_by=sort_by,
+            desc=descending,
+            limit=SEARCH_LIMIT,
+        )
+        wanted = self._parts.vault.redact(_object(metadata, "metadata"))
+        found = [self._cron(r) for r in rows]
+        return [c for c in found if all(c.metadata.get(k) == v for k, v in wanted.items())]
+
+    def update(self, cron_id: str, changes: dict[str, Any]) -> Cron | None:
+        """The cron with ``changes`` made (``schedule``, ``timezone``, ``end_time``,
+        ``enabled``, ``input``, ``metadata`` merged into its own, ``on_run_completed``);
+        ``None`` if there is no such cron. A new schedule or zone, or a cron enabled
+        again, waits for its next tick from now: a disabled cron's ticks are not missed."""
+        current = self.get(cron_id)
+        if current is None:
+            return None
+        parts, db = self._parts, self._parts.db
+        new = {f.name: getattr(current, f.name) for f in fields(Cron)}
+        new.update(changes)
+        schedule.check(new["schedule"], new["timezone"])
+        if "input" in changes:
+            new["input"] = self._input(current.agent, changes["input"])
+        new["metadata"] = {**current.metadata, **_object(changes.get("metadata"), "metadata")}
+        moved = {"schedule", "timezone"} & set(changes) or (new["enabled"] and not current.enabled)
+        if moved:
+            now = db.fetch_one("now")["now"]  # type: ignore[index]
+            new["next_run_date"] = schedule.next_tick(new["schedule"], now, new["timezone"])
+        new["input"] = Jsonb(parts.protect(new["input"]))
+        new["metadata"] = Jsonb(parts.protect(new["metadata"]))
+        row = db.fetch_one("update_cron", **{k: new[k] for k in new if k not in _FIXED})
+        return self._cron(row) if row is not None else None
+
+    def delete(self, cron_id: str) -> bool:
+        """Whether there was such a cron; its past ticks and their runs stay."""
+        return bool(self._parts.db.execute("delete_cron", cron_id=cron_id))
+
+    def _cron(self, row: dict[str, Any]) -> Cron:
+        opened = {f.name: row[f.name] for f in fields(Cron)}
+        opened["input"] = self._parts.reveal(row["input"])
+        metadata = self._parts.reveal(row["metadata"])
+        opened["metadata"] = metadata if isinstance(metadata, dict) else {}
+        return Cron(**opened)
+
+    # -- ticks (a worker's) ----------------------------------------------------------------
+
+    def seconds_to_next(self, agents: list[str]) -> float | None:
+        """Seconds until the first cron of ``agents`` is due (negative: overdue), by the
+        database's clock; ``None`` when none is enabled."""
+        row = self._parts.db.fetch_one("next_cron", agents=agents)
+        return row["due_in"] if row else None
+
+    def tick(self, agents: list[str], owner: str) -> int:
+        """Take every due cron of ``agents`` that no other ticker holds; how many."""
+        taken = 0
+        while self._tick_one(agents, owner):
+            taken += 1
+        return taken
+
+    def _tick_one(self, agents: list[str], owner: str) -> bool:
+        db = self._parts.db
+        with db.transaction() as conn:
+            rows = db.execute("claim_due_cron", conn, agents=agents)
+            if not rows:
+                return False
+            row = rows[0]
+            cron = self._cron(row)
+            plan = schedule.due(
+                cron.schedule, cron.timezone, cron.next_run_date, row["now"], cron.end_time
+            )
+            if plan.at is not None:
+                Tick(self._parts, self._catalog, cron, plan, owner).take(conn)
+            db.execute("cron_ticked", conn, cron_id=cron.cron_id, next_run_date=plan.next)
+        return True
+
+
+_FIXED = ("agent", "thread_id", "created_at", "updated_at")
+
+
+def _object(value: Any, name: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise BadInput(f"a cron's {name} must be a JSON object")
+    return value
+
+
+class Tick:
+    """One tick of one cron, inside the ticker's transaction (``conn``): its run started,
+    or passed over with the reason; either way recorded once in ``cron_ticks``."""
+
+    def __init__(
+        self, parts: Parts, catalog: Catalog, cron: Cron, plan: schedule.Tick, owner: str
+    ) -> None:
+        assert plan.at is not None
+        self._parts, self._catalog = parts, catalog
+        self.cron, self.plan, self.owner = cron, plan, owner
+        self.at: datetime = plan.at
+        self.key = start_key(cron.cron_id, plan.at)
+        self.thread_id = cron.thread_id or tick_thread(cron.cron_id, plan.at)
+
+    def take(self, conn: Conn) -> None:
+        cron, registry = self.cron, self._parts.registry
+        if self._parts.db.execute("tick_taken", conn, cron_id=cron.cron_id, tick_at=self.at):
+            return  # taken before (its cron's row is locked: by no one else now)
+        busy = self._busy(conn)
+        if busy is not None:
+            self._record(conn, "skipped", busy)
+            registry.event(self.thread_id, "cron-skipped", busy, self._evidence(), conn=conn)
+            return
+        entry = self._catalog.entry(cron.agent)
+        reason = f"started by cron {cron.cron_id} for its tick at {self.at.isoformat()}"
+        try:
+            registry.create(
+                thread_id=self.thread_id,
+                agent=cron.agent,
+                goal=entry.describe(cron.input),
+                input=cron.input,
+                start_key=self.key,
+                actor="cron",
+                reason=reason,
+                conn=conn,
+                next_run=not entry.one_run,
+            )
+        except TransitionNotAllowed as exc:
+            self._record(conn, "skipped", f"the tick started no run: {exc}")
+            return
+        self._record(conn, "started", reason)
+        if self.plan.missed:
+            registry.event(
+                self.thread_id, "cron-missed", self._missed(), self._evidence(), conn=conn
+            )
+
+    def _busy(self, conn: Conn) -> str | None:
+        """Why the cron's thread takes no run now: its run has not ended. The reference
+        queues the run behind it; Waystone runs one run at a time on a thread."""
+        if self.cron.thread_id is None:
+            return None
+        rows = self._parts.db.execute("get_run", conn, thread_id=self.thread_id)
+        if not rows or rows[0]["state"] in ENDED:
+            return None
+        return (
+            f"cron {self.cron.cron_id}'s tick at {self.at.isoformat()} was skipped: thread "
+            f"{self.thread_id}'s run is still {rows[0]['state']} (one run at a time)"
+        )
+
+    def _missed(self) -> str:
+        plan = self.plan
+        assert plan.missed_from is not None
+        many = f"at least {plan.missed}" if plan.missed >= schedule.MISSED_COUNTED else plan.missed
+        return (
+            f"cron {self.cron.cron_id} missed {many} tick(s) from {plan.missed_from.isoformat()} "
+            f"on (no worker ticked it); only the latest, at {self.at.isoformat()}, was run"
+        )
+
+    def _evidence(self) -> dict[str, Any]:
+        missed_from = self.plan.missed_from
+        return {
+            "cron_id": self.cron.cron_id,
+            "tick_at": self.at.isoformat(),
+            "missed": self.plan.missed,
+            "missed_from": missed_from.isoformat() if missed_from else None,
+        }
+
+    def _record(self, conn: Conn, outcome: str, reason: str) -> None:
+        self._parts.db.execute(
+            "record_tick",
+            conn,
+            cron_id=self.cron.cron_id,
+            tick_at=self.at,
+            outcome=outcome,
+            thread_id=self.thread_id,
+            start_key=self.key if outcome == "started" else None,
+            reason=reason,
+            missed=self.plan.missed,
+            missed_from=self.plan.missed_from,
+            ticked_by=self.owner,
+        )

@@ -1,0 +1,71 @@
+"""A worker's cron ticker: one thread that takes the due ticks of the crons of the
+worker's graphs and sleeps until the next one is due, by the database's clock.
+
+It has a thread of its own, not a claim slot's turn: a worker whose slots all drive long
+runs still ticks on time. A cron made or changed anywhere wakes it (``NOTIFY
+waystone_crons``, heard by the worker's listener); the worker's poll interval bounds its
+sleep, as a fallback for a lost notification. Any number of tickers may be up: a tick is
+taken by one of them (see :mod:`waystone._runs.crons`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+import psycopg
+
+from waystone.errors import DatabaseUnavailable, WaystoneError
+from waystone.runtime import Runtime
+
+logger = logging.getLogger(__name__)
+
+CHANNEL = "waystone_crons"
+
+
+class CronTicker:
+    """``agents``: the graphs whose crons it ticks (the worker's, asked at each tick);
+    ``stopping``: set when the worker stops."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        agents: Callable[[], list[str]],
+        owner: str,
+        stopping: threading.Event,
+        poll_seconds: float,
+    ) -> None:
+        self.rt, self.agents, self.owner = runtime, agents, owner
+        self.stopping, self.poll_seconds = stopping, poll_seconds
+        self.wake = threading.Event()
+        self.ticked = 0
+
+    def start(self) -> threading.Thread:
+        thread = threading.Thread(target=self.run, name="waystone-ticker", daemon=True)
+        thread.start()
+        return thread
+
+    def run(self) -> None:
+        backoff = 0.5
+        while not self.stopping.is_set():
+            self.wake.clear()
+            try:
+                self.ticked += self.rt.crons.tick(self.agents(), self.owner)
+                timeout = self._until_next()
+                backoff = 0.5
+            except (DatabaseUnavailable, psycopg.OperationalError) as exc:
+                logger.warning("ticker: database unavailable, retrying in %.1fs: %s", backoff, exc)
+                timeout, backoff = backoff, min(backoff * 2, 5.0)
+            except (WaystoneError, psycopg.Error) as exc:  # its transaction undone: retried
+                logger.error("ticker: a tick failed: %s", exc)
+                timeout = self.poll_seconds
+            self.wake.wait(timeout)
+
+    def _until_next(self) -> float:
+        """Until the next cron is due, at most the poll interval. One already due that
+        this tick did not take is another ticker's for the moment: look again soon."""
+        due = self.rt.crons.seconds_to_next(self.agents())
+        if due is None:
+            return self.poll_seconds
+        return min(self.poll_seconds, due + 0.01 if due > 0 else 0.2)
