@@ -64,8 +64,11 @@ class Api:
         self.since = datetime.now(UTC)
 
     def routes(self) -> list[Route]:
+        from waystone.web import crons
+
         r, w = self._reads, self._changes
         return [
+            *crons.routes(self),
             Route("/ok", r(self.ok), methods=["GET"]),
             Route("/info", r(self.info), methods=["GET"]),
             Route("/assistants/search", r(self.search_assistants), methods=["POST"]),
