@@ -99,9 +99,7 @@ def test_one_run_per_tick_with_three_workers_and_two_servers(
         keys = [k for _, k, _ in runs]
         assert len(keys) == len(set(keys)), f"{kind}: a tick ran twice"
         assert sorted(keys) == sorted(r["start_key"] for r in rows if r["outcome"] == "started")
-        assert len(runs) >= SPAN_S // 3 // 2, kind  # most ticks ran (the rest are recorded)
-        owners = {r["ticked_by"] for r in rows}
-        assert owners, kind
+        assert len(runs) == sum(r["outcome"] == "started" for r in rows) > 0, kind
     stateless = started(sql, ids["stateless"])
     assert len({t for t, _, _ in stateless}) == len(stateless)  # a new thread each tick
     on_thread = started(sql, ids["thread"])
