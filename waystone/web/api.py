@@ -11,7 +11,6 @@ committed checkpoints (:mod:`waystone.web.stream`).
 
 from __future__ import annotations
 
-import hmac
 import json
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -25,7 +24,8 @@ from starlette.routing import Route
 from waystone._runs.signals import RESUME
 from waystone._runs.threads import SEARCH_LIMIT
 from waystone.errors import BadInput, TransitionNotAllowed, UnknownThread, WaystoneError
-from waystone.web import follow, shapes, stream
+from waystone.web import follow, shapes, stream, thread_edits
+from waystone.web.owners import Tokens
 
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
@@ -56,12 +56,17 @@ class ApiError(Exception):
 
 
 class Api:
-    """The routes, on one runtime. ``token``: what a change must carry (``x-api-key``, or
-    ``Authorization: Bearer``); without one, the API only reads."""
+    """The routes, on one runtime. ``tokens``: what a request must carry (``x-api-key``,
+    or ``Authorization: Bearer``), the operator's or an owner's (a bare string: the
+    operator's); without any, the API only reads. An owner's request finds that owner's
+    threads only (:meth:`Runtime.thread`'s rule): any other is 404, as if it did not
+    exist."""
 
-    def __init__(self, rt: Runtime, token: str | None) -> None:
-        self.rt, self.token = rt, token
+    def __init__(self, rt: Runtime, tokens: Tokens | str | None) -> None:
+        self.rt = rt
+        self.tokens = tokens if isinstance(tokens, Tokens) else Tokens(operator=tokens)
         self.since = datetime.now(UTC)
+        self._creating = (self.create_run, self.wait_run, self.stream_run)
 
     def routes(self) -> list[Route]:
         r, w = self._reads, self._changes
@@ -75,6 +80,7 @@ class Api:
             Route("/threads", w(self.create_thread), methods=["POST"]),
             Route("/threads/search", r(self.search_threads), methods=["POST"]),
             Route("/threads/{thread_id}", r(self.get_thread), methods=["GET"]),
+            *thread_edits.routes(self, w, r),
             Route("/threads/{thread_id}/state", r(self.thread_state), methods=["GET"]),
             Route("/threads/{thread_id}/history", r(self.thread_history), methods=["GET", "POST"]),
             Route("/threads/{thread_id}/runs", w(self.create_run), methods=["POST"]),
@@ -104,13 +110,8 @@ class Api:
     def _guarded(self, handler: Handler, *, change: bool) -> Handler:
         async def guarded(request: Request) -> Response:
             try:
-                if (change or self.token is not None) and not self._authorized(request):
-                    raise ApiError(
-                        401,
-                        "this needs the API token (x-api-key or Authorization: Bearer)"
-                        if self.token
-                        else "the server has no WAYSTONE_API_TOKEN: it only reads",
-                    )
+                request.state.owner = self._caller(request, change)
+                await self._check_owner(request, handler)
                 return await handler(request)
             except ApiError as exc:
                 return JSONResponse({"detail": exc.detail}, status_code=exc.status)
@@ -125,14 +126,34 @@ class Api:
 
         return guarded
 
-    def _authorized(self, request: Request) -> bool:
-        if self.token is None:
-            return False
+    def _caller(self, request: Request, change: bool) -> str | None:
+        """The owner the request's token stands for (``None``: the operator, or anyone
+        reading a server with no token); 401 when it needs a token and has none of them."""
+        if not self.tokens.any:
+            if change:
+                raise ApiError(401, "the server has no WAYSTONE_API_TOKEN: it only reads")
+            return None
         given = request.headers.get("x-api-key") or ""
         scheme, _, bearer = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() == "bearer":
             given = given or bearer.strip()
-        return hmac.compare_digest(given.encode(), self.token.encode())
+        found, owner = self.tokens.caller(given)
+        if not found:
+            raise ApiError(401, "this needs an API token (x-api-key or Authorization: Bearer)")
+        return owner
+
+    async def _check_owner(self, request: Request, handler: Handler) -> None:
+        """404 for a thread the caller's owner may not see, before anything is read or
+        changed; a run may still create a thread that does not exist at all."""
+        thread_id = request.path_params.get("thread_id")
+        owner = request.state.owner
+        if thread_id is None or owner is None:
+            return
+        try:
+            await run_in_threadpool(self.rt.check_owner, thread_id, owner)
+        except UnknownThread:
+            if handler not in self._creating or await run_in_threadpool(self._exists, thread_id):
+                raise
 
     # -- assistants ------------------------------------------------------------------------
 
@@ -199,6 +220,7 @@ class Api:
                 body.get("thread_id"),
                 metadata=body.get("metadata"),
                 if_exists=body.get("if_exists") or "raise",
+                owner=request.state.owner,
             )
         )
         return JSONResponse(await run_in_threadpool(self._thread, made.thread_id))
@@ -214,12 +236,16 @@ class Api:
         if metadata is not None and not isinstance(metadata, dict):
             raise ApiError(400, "metadata must be a JSON object")
 
+        owner = request.state.owner
+
         def search() -> list[dict[str, Any]]:
             if status is None:
-                found = self.rt.search_threads(metadata=metadata, limit=limit, offset=offset)
+                found = self.rt.search_threads(
+                    metadata=metadata, limit=limit, offset=offset, owner=owner
+                )
                 return [self._thread(t.thread_id) for t in found]
             # the status is each thread's run's: read on every thread, then paged
-            found = self.rt.search_threads(metadata=metadata, limit=SEARCH_LIMIT)
+            found = self.rt.search_threads(metadata=metadata, limit=SEARCH_LIMIT, owner=owner)
             shown = [self._thread(t.thread_id) for t in found]
             return [t for t in shown if t["status"] == status][offset : offset + limit]
 
@@ -263,22 +289,27 @@ class Api:
 
     async def create_run(self, request: Request) -> Response:
         thread_id = request.path_params["thread_id"]
-        status, assistant = await self._create(thread_id, await _body(request))
+        body = await _body(request)
+        status, assistant = await self._create(thread_id, body, request.state.owner)
         return JSONResponse(shapes.run(status, assistant))
 
     async def wait_run(self, request: Request) -> Response:
         thread_id = request.path_params["thread_id"]
-        status, _ = await self._create(thread_id, await _body(request))
+        status, _ = await self._create(thread_id, await _body(request), request.state.owner)
         return JSONResponse(await self._settled(status))
 
     async def wait_stateless(self, request: Request) -> Response:
         body = await _body(request)
-        made = await run_in_threadpool(self.rt.create_thread)
+        owner = request.state.owner
+        made = await run_in_threadpool(lambda: self.rt.create_thread(owner=owner))
         status, _ = await self._create(made.thread_id, {**body, "if_not_exists": "reject"})
         return JSONResponse(await self._settled(status))
 
-    async def _create(self, thread_id: str, body: dict[str, Any]) -> tuple[RunStatus, str]:
-        """A new run on the thread, or an answer to the interrupt its run waits on."""
+    async def _create(
+        self, thread_id: str, body: dict[str, Any], owner: str | None = None
+    ) -> tuple[RunStatus, str]:
+        """A new run on the thread (made for ``owner`` if it does not exist and the body
+        says to), or an answer to the interrupt its run waits on."""
         given = [k for k in UNSUPPORTED if body.get(k) not in (None, {}, [], False)]
         if given:
             raise ApiError(
@@ -297,7 +328,7 @@ class Api:
             if not self._exists(thread_id):
                 if if_not_exists != "create":
                     raise ApiError(404, f"thread {thread_id!r} not found")
-                self.rt.create_thread(thread_id, if_exists="do_nothing")
+                self.rt.create_thread(thread_id, if_exists="do_nothing", owner=owner)
             if command is not None:
                 return self._resume(thread_id, command)
             return self.rt.start(graph_id, body.get("input"), thread_id=thread_id)
@@ -338,19 +369,23 @@ class Api:
     # -- streams ---------------------------------------------------------------------------
 
     async def stream_run(self, request: Request) -> Response:
-        return await self._stream_new(request.path_params["thread_id"], await _body(request))
+        thread_id, owner = request.path_params["thread_id"], request.state.owner
+        return await self._stream_new(thread_id, await _body(request), owner)
 
     async def stream_stateless(self, request: Request) -> Response:
-        made = await run_in_threadpool(self.rt.create_thread)
+        owner = request.state.owner
+        made = await run_in_threadpool(lambda: self.rt.create_thread(owner=owner))
         body = {**(await _body(request)), "if_not_exists": "reject"}
         return await self._stream_new(made.thread_id, body)
 
-    async def _stream_new(self, thread_id: str, body: dict[str, Any]) -> Response:
+    async def _stream_new(
+        self, thread_id: str, body: dict[str, Any], owner: str | None = None
+    ) -> Response:
         modes = _modes(body.get("stream_mode"))
         resuming = body.get("command") is not None
         # a resume streams from where the run stopped: what it sent up to there is old
         start = await run_in_threadpool(self._latest, thread_id) if resuming else None
-        status, _ = await self._create(thread_id, body)
+        status, _ = await self._create(thread_id, body, owner)
         after = stream.resumed_from(start) if start is not None else None
         answered = {i["id"] for i in status.interrupts}
         return self._sse(status, modes, after, answered)

@@ -159,6 +159,11 @@ def output(snapshot: StateSnapshot | None) -> dict[str, Any]:
     return values
 
 
+def checkpoint(thread_id: str, config: Any) -> dict[str, Any]:
+    """The checkpoint a LangGraph config names, as the API shows it."""
+    return _checkpoint(thread_id, config)
+
+
 def _checkpoint(thread_id: str, config: Any) -> dict[str, Any]:
     configurable = (config or {}).get("configurable", {})
     return {
