@@ -19,8 +19,10 @@ from typing import TYPE_CHECKING, Any
 from waystone._graphs import GraphSource
 from waystone._parts import Parts
 from waystone._runs import driver
+from waystone._runs import options as run_options
 from waystone._runs.commands import Commands
 from waystone._runs.drives import Drives
+from waystone._runs.options import RunOptions
 from waystone._runs.registry import Run
 from waystone._runs.thread_edits import ThreadEdits
 from waystone._runs.threads import Thread, Threads
@@ -128,9 +130,12 @@ class Runtime:
         goal: str | None = None,
         thread_id: str | None = None,
         key: str | None = None,
+        options: RunOptions | None = None,
     ) -> RunStatus:
-        """Create a queued run. With ``key`` already used, the existing run comes back."""
-        started = self._commands.start(agent, input, goal, thread_id, key)
+        """Create a queued run. With ``key`` already used, the existing run comes back.
+        ``options`` (metadata, config, context, breakpoints) are kept with the run and
+        applied by whichever process drives it."""
+        started = self._commands.start(agent, input, goal, thread_id, key, options)
         return self.status(started) if isinstance(started, str) else started
 
     def invoke(
@@ -378,6 +383,10 @@ class Runtime:
 
     def list(self, state: str | None = None, limit: int = 100) -> list[RunStatus]:
         return self._views.list(state, limit)
+
+    def run_metadata(self, thread_id: str) -> dict[str, dict[str, Any]]:
+        """The metadata each of the thread's runs was created with, by run id."""
+        return run_options.metadata_of(self._parts, thread_id)
 
     def history(self, thread_id: str) -> dict[str, Any]:
         """Events, node checkpoints and effects of a run, in order."""

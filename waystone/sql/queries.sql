@@ -648,3 +648,14 @@ WHERE EXISTS (SELECT 1 FROM pruned)
    OR NOT EXISTS (SELECT 1 FROM waystone.runs WHERE thread_id = %(thread_id)s)
 ON CONFLICT DO NOTHING
 RETURNING thread_id;
+
+-- name: store_run_options
+-- What an API run was created with besides its input, in the transaction creating it.
+INSERT INTO waystone.run_options (run_id, thread_id, metadata, options)
+VALUES (%(run_id)s, %(thread_id)s, %(metadata)s, %(options)s);
+
+-- name: run_options
+SELECT metadata, options FROM waystone.run_options WHERE run_id = %(run_id)s;
+
+-- name: thread_run_metadata
+SELECT run_id, metadata FROM waystone.run_options WHERE thread_id = %(thread_id)s;

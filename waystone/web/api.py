@@ -24,27 +24,23 @@ from starlette.routing import Route
 from waystone._runs.signals import RESUME
 from waystone._runs.threads import SEARCH_LIMIT
 from waystone.errors import BadInput, TransitionNotAllowed, UnknownThread, WaystoneError
-from waystone.web import follow, shapes, stream, thread_edits
+from waystone.web import follow, run_options, shapes, stream, thread_edits
 from waystone.web.owners import Tokens
 
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
 
+    from waystone._runs.options import RunOptions
     from waystone.runtime import RunStatus, Runtime
 
 Handler = Callable[[Request], Awaitable[Response]]
 # What a run request may carry that Waystone does not do yet: refused, never ignored.
 UNSUPPORTED = (
-    "config",
-    "context",
     "checkpoint",
     "checkpoint_id",
-    "interrupt_before",
-    "interrupt_after",
     "webhook",
     "after_seconds",
     "feedback_keys",
-    "metadata",
     "stream_subgraphs",
 )
 
@@ -291,7 +287,8 @@ class Api:
         thread_id = request.path_params["thread_id"]
         body = await _body(request)
         status, assistant = await self._create(thread_id, body, request.state.owner)
-        return JSONResponse(shapes.run(status, assistant))
+        metadata = body.get("metadata") if body.get("command") is None else None
+        return JSONResponse(shapes.run(status, assistant, metadata))
 
     async def wait_run(self, request: Request) -> Response:
         thread_id = request.path_params["thread_id"]
@@ -323,6 +320,7 @@ class Api:
         graph_id = self._graph_id(str(body["assistant_id"]))
         if_not_exists = body.get("if_not_exists") or "reject"
         command = body.get("command")
+        options = self._options(body)
 
         def create() -> RunStatus:
             if not self._exists(thread_id):
@@ -331,10 +329,35 @@ class Api:
                 self.rt.create_thread(thread_id, if_exists="do_nothing", owner=owner)
             if command is not None:
                 return self._resume(thread_id, command)
-            return self.rt.start(graph_id, body.get("input"), thread_id=thread_id)
+            if body.get("input") is None and self._at_breakpoint(thread_id):
+                return self._resume(thread_id, {"resume": None})  # go on, as the reference
+            return self.rt.start(graph_id, body.get("input"), thread_id=thread_id, options=options)
 
         status = await run_in_threadpool(create)
         return status, shapes.assistant_id(graph_id)
+
+    @staticmethod
+    def _options(body: dict[str, Any]) -> RunOptions | None:
+        try:
+            options = run_options.from_body(body)
+        except run_options.Unsupported as exc:
+            raise ApiError(422, str(exc)) from None
+        if options is not None and body.get("command") is not None:
+            raise ApiError(
+                422,
+                f"a resume goes on with its run's options: leave "
+                f"{', '.join(run_options.given(body))} out",
+            )
+        return options
+
+    def _at_breakpoint(self, thread_id: str) -> bool:
+        """Whether the thread's run waits at a breakpoint it was created with."""
+        if self.rt.thread(thread_id).state != "waiting":
+            return False
+        status = self.rt.status(thread_id)
+        ids = [i["id"] for i in status.interrupts]
+        stopped = status.state == "waiting" and status.waiting_for == RESUME
+        return stopped and bool(ids) and all(i.startswith("breakpoint-") for i in ids)
 
     def _exists(self, thread_id: str) -> bool:
         try:
@@ -382,7 +405,7 @@ class Api:
         self, thread_id: str, body: dict[str, Any], owner: str | None = None
     ) -> Response:
         modes = _modes(body.get("stream_mode"))
-        resuming = body.get("command") is not None
+        resuming = body.get("command") is not None or body.get("input") is None
         # a resume streams from where the run stopped: what it sent up to there is old
         start = await run_in_threadpool(self._latest, thread_id) if resuming else None
         status, _ = await self._create(thread_id, body, owner)
@@ -424,7 +447,11 @@ class Api:
         def runs() -> list[dict[str, Any]]:
             history = self.rt.history(thread_id)
             assistant = shapes.assistant_id(self.rt.thread(thread_id).agent or "")
-            listed = [shapes.past_run(thread_id, r, assistant) for r in history["runs"]]
+            metadata = self.rt.run_metadata(thread_id)
+            listed = [
+                shapes.past_run(thread_id, r, assistant, metadata.get(r["run_id"]))
+                for r in history["runs"]
+            ]
             listed.reverse()  # the latest first, as the reference lists them
             return listed[offset : offset + limit]
 
@@ -435,11 +462,12 @@ class Api:
         shape; 404 when the thread has no such run."""
         status = self.rt.status(thread_id)
         assistant = shapes.assistant_id(status.agent)
+        metadata = self.rt.run_metadata(thread_id).get(run_id)
         if status.run_id == run_id:
-            return status, shapes.run(status, assistant)
+            return status, shapes.run(status, assistant, metadata)
         for past in self.rt.history(thread_id)["runs"]:
             if past["run_id"] == run_id:
-                return None, shapes.past_run(thread_id, past, assistant)
+                return None, shapes.past_run(thread_id, past, assistant, metadata)
         raise ApiError(404, f"thread {thread_id!r} has no run {run_id!r}")
 
     async def get_run(self, request: Request) -> Response:
