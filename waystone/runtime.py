@@ -458,7 +458,8 @@ class Runtime:
         owner: str | None = None,
     ) -> RunnableConfig:
         """LangGraph's ``update_state`` on the thread, fenced by its run's lease token, once
-        its run has ended (:class:`TransitionNotAllowed` before); the new checkpoint's config."""
+        its run has ended or stopped at a breakpoint (:class:`TransitionNotAllowed`
+        before); the new checkpoint's config."""
         return self._edits.update_state(
             thread_id, values, as_node=as_node, checkpoint_id=checkpoint_id, owner=owner
         )

@@ -50,10 +50,9 @@ def test_metadata_config_and_context(
         input={"text": "hi"},
         metadata={"ticket": 7, "by": "ana@example.com"},
         config={"configurable": {"persona": "pirate"}, "recursion_limit": 5},
-        context={"tone": "dry"},
     )
     done = lg.runs.join(tid, made["run_id"])
-    assert done["log"] == ["first: hi as pirate", "second: tone dry"]
+    assert done["log"] == ["first: hi as pirate", "second: tone none"]
     shown = lg.runs.get(tid, made["run_id"])
     assert shown["metadata"]["ticket"] == 7
     assert shown["metadata"]["by"].startswith("<pii:")  # redacted as runs' input
@@ -64,6 +63,8 @@ def test_metadata_config_and_context(
     # a recursion limit the graph's two steps exceed: the run ends in error
     plain = lg.runs.wait(tid, "steps", input={"text": "again"}, config={"recursion_limit": 1})
     assert lg.runs.list(tid)[0]["status"] == "error", plain
+    toned = lg.runs.wait(None, "steps", input={"text": "hi"}, context={"tone": "dry"})
+    assert toned["log"] == ["first: hi as none", "second: tone dry"]
 
 
 def test_refused_options_change_nothing(
@@ -75,6 +76,10 @@ def test_refused_options_change_nothing(
         "a node that is not the graph's": (400, {"interrupt_before": ["nowhere"]}),
         "Waystone's own configurable": (400, {"config": {"configurable": {"thread_id": "x"}}}),
         "a config key not applied": (422, {"config": {"tags": ["x"]}}),
+        "configurable and context": (
+            400,
+            {"config": {"configurable": {"persona": "x"}}, "context": {"tone": "x"}},
+        ),
         "stream_subgraphs": (422, {"stream_subgraphs": True}),
     }
     for what, (code, extra) in asks.items():
@@ -92,20 +97,22 @@ def test_breakpoints_survive_a_worker_crash(lg: SyncLangGraphClient, workers: Wo
         "steps",
         input={"text": "hi"},
         interrupt_before=["second"],
-        config={"configurable": {"persona": "pirate"}},
         context={"tone": "dry"},
     )
     first = worker(workers)
     wait_until(lambda: lg.runs.get(tid, made["run_id"])["status"] == "interrupted", "breakpoint")
     state = lg.threads.get_state(tid)
-    assert state["next"] == ["second"] and state["values"]["log"] == ["first: hi as pirate"]
+    assert state["next"] == ["second"] and state["values"]["log"] == ["first: hi as none"]
     assert lg.threads.get(tid)["status"] == "interrupted"
     first.send_signal(signal.SIGKILL)
     first.wait(timeout=30)
 
     worker(workers)  # another worker goes on, with the run's context
+    # at a breakpoint the state may change, and the run goes on from it
+    lg.threads.update_state(tid, {"text": "edited"})
     done = lg.runs.wait(tid, "steps", input=None)
-    assert done["log"] == ["first: hi as pirate", "second: tone dry"]
+    assert done["log"] == ["first: hi as none", "second: tone dry"]
+    assert done["text"] == "edited"
     assert lg.runs.get(tid, made["run_id"])["status"] == "success"
 
     after = lg.runs.create(tid, "steps", input={"text": "two"}, interrupt_after=["first"])

@@ -14,6 +14,13 @@ if TYPE_CHECKING:
 
     from waystone._runs.registry import Run, RunRegistry
 
+PREFIX = "breakpoint-"  # a breakpoint's wait id: this and its checkpoint's id
+
+
+def only_breakpoints(interrupts: list[dict[str, Any]]) -> bool:
+    """Whether a waiting run's pending interrupts (as shown) are a breakpoint's."""
+    return bool(interrupts) and all(str(i["id"]).startswith(PREFIX) for i in interrupts)
+
 
 def stopped_at(graph: CompiledStateGraph[Any], thread_id: str) -> dict[str, Any] | None:
     """The breakpoint the thread's graph stopped at, as a pending interrupt is shown
@@ -25,7 +32,7 @@ def stopped_at(graph: CompiledStateGraph[Any], thread_id: str) -> dict[str, Any]
     if not snapshot.next or snapshot.interrupts or not snapshot.config:
         return None
     checkpoint_id = snapshot.config["configurable"]["checkpoint_id"]
-    return {"id": f"breakpoint-{checkpoint_id}", "value": {"breakpoint": list(snapshot.next)}}
+    return {"id": f"{PREFIX}{checkpoint_id}", "value": {"breakpoint": list(snapshot.next)}}
 
 
 def wait(registry: RunRegistry, run: Run, stopped: dict[str, Any], conn: Any) -> Run:

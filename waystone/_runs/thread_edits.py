@@ -10,6 +10,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from waystone._runs import driver
+from waystone._runs.breakpoints import only_breakpoints
 from waystone.errors import BadInput, TransitionNotAllowed
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from waystone.catalog import Catalog
 
 # The states of a run whose thread's state may be changed: nothing drives it, and nothing
-# (a signal, a resume) is about to.
+# (a signal, a resume) is about to; and a run waiting at a breakpoint.
 EDITABLE = ("done", "failed")
 
 
@@ -59,13 +60,17 @@ class ThreadEdits:
             raise BadInput(
                 f"thread {thread_id} has no run yet, so no graph: start a run on it first"
             )
-        if found.state not in EDITABLE:
-            raise TransitionNotAllowed(
-                f"thread {thread_id}'s run is {found.state}: its state changes only once the "
-                "run has ended (cancel it, or wait for it)"
-            )
         entry = self._catalog.entry(self._catalog.known(found.agent))
         run = self._parts.registry.get(thread_id)
+        # at a breakpoint nothing is pending in the graph: the next resume goes on from here
+        at_breakpoint = run.state == "waiting" and only_breakpoints(
+            run.evidence.get("interrupts") or []
+        )
+        if run.state not in EDITABLE and not at_breakpoint:
+            raise TransitionNotAllowed(
+                f"thread {thread_id}'s run is {run.state}: its state changes only once the "
+                "run has ended or stopped at a breakpoint (cancel it, or wait for it)"
+            )
         if run.pruned_at is not None:
             raise TransitionNotAllowed(f"thread {thread_id}'s checkpoints were erased")
         config = driver.graph_config(thread_id, lease_token=run.lease_token)

@@ -21,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from waystone._runs import breakpoints
 from waystone._runs.signals import RESUME
 from waystone._runs.threads import SEARCH_LIMIT
 from waystone.errors import BadInput, TransitionNotAllowed, UnknownThread, WaystoneError
@@ -355,9 +356,8 @@ class Api:
         if self.rt.thread(thread_id).state != "waiting":
             return False
         status = self.rt.status(thread_id)
-        ids = [i["id"] for i in status.interrupts]
         stopped = status.state == "waiting" and status.waiting_for == RESUME
-        return stopped and bool(ids) and all(i.startswith("breakpoint-") for i in ids)
+        return stopped and breakpoints.only_breakpoints(status.interrupts)
 
     def _exists(self, thread_id: str) -> bool:
         try:

@@ -33,6 +33,10 @@ def from_body(body: dict[str, Any]) -> RunOptions | None:
             f"Waystone applies config's {' and '.join(CONFIG_KEYS)} only, not "
             f"{', '.join(other)}: leave it out"
         )
+    if config.get("configurable") and body.get("context"):
+        raise BadInput(  # the reference's word
+            "Cannot specify both configurable and context. Prefer setting context alone."
+        )
     return RunOptions(
         metadata=body.get("metadata") or {},
         configurable=config.get("configurable") or {},

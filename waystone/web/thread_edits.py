@@ -97,6 +97,7 @@ class ThreadEdits:
             )
         )
         made = shapes.checkpoint(thread_id, config)
+        made.pop("checkpoint_map", None)  # as the reference answers an update
         return JSONResponse(
             {"checkpoint": made, "configurable": made, "checkpoint_id": made["checkpoint_id"]}
         )
