@@ -19,10 +19,13 @@ from typing import TYPE_CHECKING, Any
 from waystone._graphs import GraphSource
 from waystone._parts import Parts
 from waystone._runs import driver
+from waystone._runs import options as run_options
 from waystone._runs.commands import Commands
 from waystone._runs.crons import Crons
 from waystone._runs.drives import Drives
+from waystone._runs.options import RunOptions
 from waystone._runs.registry import Run
+from waystone._runs.thread_edits import ThreadEdits
 from waystone._runs.threads import Thread, Threads
 from waystone._runs.views import Views
 from waystone._status import RunStatus as RunStatus
@@ -71,6 +74,7 @@ class Runtime:
         self._views = Views(self._parts, self._catalog)
         self._threads = Threads(self._parts)
         self._crons = Crons(self._parts, self._catalog)
+        self._edits = ThreadEdits(self._parts, self._catalog, self._commands, self._threads)
 
     def __enter__(self) -> Runtime:
         return self
@@ -128,9 +132,12 @@ class Runtime:
         goal: str | None = None,
         thread_id: str | None = None,
         key: str | None = None,
+        options: RunOptions | None = None,
     ) -> RunStatus:
-        """Create a queued run. With ``key`` already used, the existing run comes back."""
-        started = self._commands.start(agent, input, goal, thread_id, key)
+        """Create a queued run. With ``key`` already used, the existing run comes back.
+        ``options`` (metadata, config, context, breakpoints) are kept with the run and
+        applied by whichever process drives it."""
+        started = self._commands.start(agent, input, goal, thread_id, key, options)
         return self.status(started) if isinstance(started, str) else started
 
     def invoke(
@@ -379,11 +386,18 @@ class Runtime:
     def list(self, state: str | None = None, limit: int = 100) -> list[RunStatus]:
         return self._views.list(state, limit)
 
+    def run_metadata(self, thread_id: str) -> dict[str, dict[str, Any]]:
+        """The metadata each of the thread's runs was created with, by run id."""
+        return run_options.metadata_of(self._parts, thread_id)
+
     def history(self, thread_id: str) -> dict[str, Any]:
         """Events, node checkpoints and effects of a run, in order."""
         return self._views.history(thread_id)
 
     # -- threads made before their runs (the LangGraph server API's) ------------------
+    # ``owner``: whose threads these are (an API token's owner, a web session's). A thread
+    # made with an owner is found by that owner only and by the operator (``owner=None``,
+    # who finds every thread); for any other owner it does not exist (UnknownThread).
 
     def create_thread(
         self,
@@ -391,23 +405,66 @@ class Runtime:
         *,
         metadata: dict[str, Any] | None = None,
         if_exists: str = "raise",
+        owner: str | None = None,
     ) -> Thread:
         """A new thread, with no run yet (a new id when ``thread_id`` is not given); runs
         start on it with :meth:`start`. With the id taken (by a thread or a run):
         :class:`TransitionNotAllowed`, or the thread as it is with ``if_exists="do_nothing"``."""
-        return self._threads.create(thread_id, metadata, if_exists)
+        return self._threads.create(thread_id, metadata, if_exists, owner)
 
-    def thread(self, thread_id: str) -> Thread:
-        """A thread, made by :meth:`create_thread` or by a run (:class:`UnknownThread` if
-        neither)."""
-        return self._threads.get(thread_id)
+    def thread(self, thread_id: str, *, owner: str | None = None) -> Thread:
+        """A thread, made by :meth:`create_thread` or by a run, if ``owner`` may see it
+        (:class:`UnknownThread` if not, or if there is none)."""
+        return self._threads.get(thread_id, owner)
+
+    def check_owner(self, thread_id: str, owner: str | None) -> None:
+        """Nothing if ``owner`` may see the thread; :class:`UnknownThread` if not: what an
+        edge asks before it shows or changes anything of a thread for an owner."""
+        self._threads.get(thread_id, owner)
 
     def search_threads(
-        self, *, metadata: dict[str, Any] | None = None, limit: int = 10, offset: int = 0
+        self,
+        *,
+        metadata: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        owner: str | None = None,
     ) -> builtins.list[Thread]:
-        """Threads whose metadata holds every key and value of ``metadata``, the latest
-        changed first."""
-        return self._threads.search(metadata, limit, offset)
+        """``owner``'s threads (all, for the operator) whose metadata holds every key and
+        value of ``metadata``, the latest changed first."""
+        return self._threads.search(metadata, limit, offset, owner)
+
+    def update_thread(
+        self, thread_id: str, metadata: dict[str, Any], *, owner: str | None = None
+    ) -> Thread:
+        """Set ``metadata``'s keys in the thread's metadata, keeping its others."""
+        return self._threads.update(thread_id, metadata, owner)
+
+    def delete_thread(self, thread_id: str, *, by: str, owner: str | None = None) -> None:
+        """Take the thread out of every thread view and erase its checkpoints, once its run
+        has ended (:class:`TransitionNotAllowed` before); its runs, events and effects are
+        kept, as evidence, and its id stays taken."""
+        self._threads.delete(thread_id, by, owner)
+
+    def copy_thread(self, thread_id: str, *, by: str, owner: str | None = None) -> Thread:
+        """A new thread with the thread's metadata and its run forked (see :meth:`fork`)."""
+        return self._edits.copy(thread_id, by, owner)
+
+    def update_state(
+        self,
+        thread_id: str,
+        values: Any,
+        *,
+        as_node: str | None = None,
+        checkpoint_id: str | None = None,
+        owner: str | None = None,
+    ) -> RunnableConfig:
+        """LangGraph's ``update_state`` on the thread, fenced by its run's lease token, once
+        its run has ended or stopped at a breakpoint (:class:`TransitionNotAllowed`
+        before); the new checkpoint's config."""
+        return self._edits.update_state(
+            thread_id, values, as_node=as_node, checkpoint_id=checkpoint_id, owner=owner
+        )
 
     @property
     def crons(self) -> Crons:

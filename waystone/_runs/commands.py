@@ -5,11 +5,13 @@ with the run's current lease token, so a process that still drives the run is fe
 from __future__ import annotations
 
 import uuid
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
 from waystone._checkpointing.database import FENCE_SQL
 from waystone._hints import command
 from waystone._identifiers import check_identifier
+from waystone._runs import options as run_options
 from waystone._runs.registry import PastRun, Run
 from waystone._runs.signals import APPROVAL, RESUME
 from waystone._status import past_status, status_of
@@ -17,6 +19,7 @@ from waystone.errors import BadInput, TransitionNotAllowed
 
 if TYPE_CHECKING:
     from waystone._parts import Parts
+    from waystone._runs.options import RunOptions
     from waystone._status import RunStatus
     from waystone.catalog import Catalog
 
@@ -61,18 +64,30 @@ class Commands:
         goal: str | None,
         thread_id: str | None,
         key: str | None,
+        options: RunOptions | None = None,
     ) -> RunStatus | str:
         """A queued run's status; its thread id when the key's run exists and is current
-        (its status is read by the caller)."""
+        (its status is read by the caller). ``options`` are kept with a new run, in the
+        transaction creating it."""
         thread_id, goal, clean = self.new(agent, input, goal, thread_id, key)
-        run, created = self._parts.registry.create(
-            thread_id=thread_id,
-            agent=agent,
-            goal=goal,
-            input=clean,
-            start_key=key,
-            next_run=not self._catalog.entry(agent).one_run,
-        )
+        entry = self._catalog.entry(agent)
+        if options is not None:
+            options.check(set(entry.graph.nodes))
+        # with options, one transaction: no worker can claim the run before they are kept
+        within = self._parts.db.transaction() if options is not None else nullcontext(None)
+        with within as conn:
+            run, created = self._parts.registry.create(
+                thread_id=thread_id,
+                agent=agent,
+                goal=goal,
+                input=clean,
+                start_key=key,
+                next_run=not entry.one_run,
+                conn=conn,
+            )
+            if created and options is not None and conn is not None and isinstance(run, Run):
+                assert run.run_id is not None  # a created run's number is known
+                run_options.store(self._parts, conn, run.run_id, thread_id, options)
         if not created and (run.agent, run.input) != (agent, clean):
             raise TransitionNotAllowed(
                 f"start key {key!r} was used by run {run.thread_id} with another agent or "

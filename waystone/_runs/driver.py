@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from waystone._crash import crash_point
+from waystone._runs import breakpoints as _breakpoints
 from waystone._runs.registry import Run, RunRegistry
 from waystone._runs.signals import APPROVAL, RESUME, Signal, SignalBox
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:  # the runtime imports this module for every command; most dri
     from langgraph.types import Command, Interrupt, StateSnapshot
 
     from waystone._checkpointing.held import Statement
+    from waystone._runs.options import RunOptions
     from waystone.catalog import Entry
 
 logger = logging.getLogger(__name__)
@@ -115,19 +117,22 @@ def drive(
     *,
     control: RunControl | None = None,
     context: Any = None,
+    options: RunOptions | None = None,
 ) -> Run:
     """Resume the graph of a claimed run until it waits or ends, and record where, as its
     ``entry`` says (its first input, how it ends). ``context`` reaches its nodes' effects
-    (see :mod:`waystone.effects`), in ``configurable["__waystone__"]``."""
+    (see :mod:`waystone.effects`), in ``configurable["__waystone__"]``; ``options`` are
+    what the run was created with (config, LangGraph's context, breakpoints)."""
     graph = entry.graph
-    steps = _steps(entry, run, registry, signals, context=context)
+    steps = _steps(entry, run, registry, signals, context=context, options=options)
+    extra = options.invoke_kwargs() if options is not None else {}
     move: Callable[[], Any] = steps.__next__
     while True:
         got = _advance(move)
         if isinstance(got, Run):
             return got
         try:
-            out = graph.invoke(*got, durability="sync", control=control)
+            out = graph.invoke(*got, durability="sync", control=control, **extra)
         except BaseException as exc:
             move = functools.partial(steps.throw, exc)
         else:
@@ -143,19 +148,21 @@ async def adrive(
     *,
     control: RunControl | None = None,
     context: Any = None,
+    options: RunOptions | None = None,
 ) -> Run:
     """:func:`drive` on an event loop, of ``graph`` (the entry's, saving on this loop's
     pool): the graph runs with ``ainvoke`` (its async nodes, effects and models on this
     loop), and what the drive reads and records between two invocations (signals,
     transitions) in a worker thread, so the loop is never blocked."""
-    steps = _steps(entry, run, registry, signals, context=context, graph=graph)
+    steps = _steps(entry, run, registry, signals, context=context, graph=graph, options=options)
+    extra = options.invoke_kwargs() if options is not None else {}
     move: Callable[[], Any] = steps.__next__
     while True:
         got = await asyncio.to_thread(_advance, move)
         if isinstance(got, Run):
             return got
         try:
-            out = await graph.ainvoke(*got, durability="sync", control=control)
+            out = await graph.ainvoke(*got, durability="sync", control=control, **extra)
         except BaseException as exc:
             move = functools.partial(steps.throw, exc)
         else:
@@ -186,6 +193,7 @@ def _steps(
     *,
     context: Any,
     graph: CompiledStateGraph[Any] | None = None,
+    options: RunOptions | None = None,
 ) -> Steps:
     """The drive, both sync and async: it yields each invocation of the graph (a payload
     and a config) and is sent its output (or thrown its error); it decides what to resume
@@ -196,6 +204,10 @@ def _steps(
     )
     if context is not None:
         config["configurable"]["__waystone__"] = context
+    if options is not None:  # once per drive: each step's config is this one
+        options.apply(config["configurable"])
+        if options.recursion_limit is not None:
+            config["recursion_limit"] = options.recursion_limit
     number = run.run_number or 1
     if not entry.one_run:  # kept in each checkpoint's metadata: which run wrote it
         config["configurable"][RUN_KEY] = run.run_id
@@ -245,7 +257,10 @@ def _steps(
                 break  # ended, or waits for something that has not arrived yet
         if finished() and ending is not None and ending.ended is not None:
             return ending.ended  # it ended in its last checkpoint's transaction
-    return settle(graph, run, registry, signals, snapshot, ending=entry.ending)
+    breakpoints = options is not None and options.breakpoints
+    return settle(
+        graph, run, registry, signals, snapshot, ending=entry.ending, breakpoints=breakpoints
+    )
 
 
 class _Ending:
@@ -387,14 +402,21 @@ def settle(
     snapshot: StateSnapshot | Reached | None = None,
     *,
     ending: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None,
+    breakpoints: bool = False,
 ) -> Run:
     """Transition the run to what its graph says (``snapshot``: its latest state, read
     again when not given), consuming the signals it has used. A graph with an ``ending``
     (see :class:`~waystone.catalog.Entry`) ends on the outcome it records; any other is
-    done when it ends."""
+    done when it ends. A run given ``breakpoints`` that stopped at one waits there."""
     if snapshot is None:
         snapshot = graph.get_state(graph_config(run.thread_id))
     waiting_on = waiting_interrupt(snapshot)
+    if breakpoints and waiting_on is None:
+        stopped = _breakpoints.stopped_at(graph, run.thread_id)
+        if stopped is not None:  # the value that let it go on so far is spent
+            spent = [sig for sig in signals.pending(run.thread_id) if sig.name == RESUME]
+            with _spending(registry, run, spent, signals) as conn:
+                return _breakpoints.wait(registry, run, stopped, conn)
     values = snapshot.values if isinstance(snapshot.values, dict) else {}
     if waiting_on is None:  # it ends: every signal it used, and every approval, is spent
         evidence = ending(values) if ending is not None else {"outcome": ENDED}

@@ -10,7 +10,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from waystone._checkpointing.database import meaning_of
-from waystone._runs import driver, leases
+from waystone._runs import driver, leases, options
 from waystone._runs.registry import Run
 from waystone._status import not_runnable
 from waystone.errors import (
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from langgraph.runtime import RunControl
 
     from waystone._parts import Parts
+    from waystone._runs.options import RunOptions
     from waystone.catalog import Catalog, Entry
 
 logger = logging.getLogger(__name__)
@@ -80,6 +81,7 @@ class Drives:
                     self._parts.signals,
                     control=control,
                     context=self._context(entry),
+                    options=self._options(entry, claimed),
                 )
             except Exception as exc:
                 self._stopped(claimed, exc)
@@ -105,6 +107,7 @@ class Drives:
                     self._parts.signals,
                     control=control,
                     context=self._context(entry),
+                    options=await asyncio.to_thread(self._options, entry, claimed),
                 )
             except Exception as exc:
                 await asyncio.to_thread(self._stopped, claimed, exc)
@@ -114,6 +117,14 @@ class Drives:
 
     def release(self, claimed: Run) -> bool:
         return self._parts.registry.release(claimed.thread_id, claimed.lease_token)
+
+    def _options(self, entry: Entry, claimed: Run) -> RunOptions | None:
+        """What the run was created with besides its input: one read per drive, none for
+        the preset's agents (their runs take none)."""
+        if entry.one_run or claimed.run_id is None:
+            return None
+        found = options.load(self._parts, claimed.run_id)
+        return None if found.empty else found
 
     def _context(self, entry: Entry) -> object | None:
         return self._parts.effects_context if entry.effects_in_nodes else None

@@ -230,9 +230,10 @@ def api_cmd(
 ) -> None:
     """Serve the LangGraph server API (what langgraph-sdk and `langgraph dev`'s clients
     speak) over this database's runs: workers drive the runs it creates. With
-    WAYSTONE_API_TOKEN set, every request needs it (x-api-key, or a bearer token);
-    without it the API only reads. Once listening it prints its URL (with --json:
-    {"url": ..., "port": ...})."""
+    WAYSTONE_API_TOKEN (the operator's) or owners' tokens (WAYSTONE_API_TOKENS_FILE,
+    WAYSTONE_API_TOKENS) set, every request needs one (x-api-key, or a bearer token), and
+    an owner sees its own threads only; without any, the API only reads. Once listening
+    it prints its URL (with --json: {"url": ..., "port": ...})."""
     import logging
     import socket
 

@@ -667,28 +667,78 @@ ORDER BY c.checkpoint_id DESC
 LIMIT 1;
 
 -- name: create_thread
--- A thread made before its first run; none when the id is taken, by a thread or a run.
-INSERT INTO waystone.threads (thread_id, metadata)
-SELECT %(thread_id)s, %(metadata)s
-WHERE NOT EXISTS (SELECT 1 FROM waystone.runs WHERE thread_id = %(thread_id)s)
-ON CONFLICT DO NOTHING
-RETURNING thread_id;
+-- A thread made before its first run, owned by %(owner)s when given; none when the id is
+-- taken, by a thread or a run.
+WITH made AS (
+    INSERT INTO waystone.threads (thread_id, metadata)
+    SELECT %(thread_id)s, %(metadata)s
+    WHERE NOT EXISTS (SELECT 1 FROM waystone.runs WHERE thread_id = %(thread_id)s)
+    ON CONFLICT DO NOTHING
+    RETURNING thread_id
+), owned AS (
+    INSERT INTO waystone.thread_owners (thread_id, owner)
+    SELECT thread_id, %(owner)s FROM made WHERE %(owner)s::text IS NOT NULL
+)
+SELECT thread_id FROM made;
 
 -- name: get_thread
 -- A thread: made before its runs (a threads row), started by a run alone (a runs row), or
--- both; with its current run's agent and state when it has one.
+-- both; with its current run's agent and state when it has one, and its owner. None once
+-- deleted.
 SELECT thread_id, coalesce(t.metadata, '{}'::jsonb) AS metadata,
        coalesce(t.created_at, r.created_at) AS created_at,
-       greatest(t.updated_at, r.updated_at) AS updated_at, r.agent, r.state
+       greatest(t.updated_at, r.updated_at) AS updated_at, r.agent, r.state, o.owner
 FROM waystone.threads t FULL JOIN waystone.runs r USING (thread_id)
-WHERE thread_id = %(thread_id)s;
+LEFT JOIN waystone.thread_owners o USING (thread_id)
+WHERE thread_id = %(thread_id)s
+  AND NOT EXISTS (SELECT 1 FROM waystone.deleted_threads d WHERE d.thread_id = %(thread_id)s);
 
 -- name: list_threads
--- Threads, the latest changed first (their metadata is filtered by the caller: it may be
--- sealed).
+-- Threads (of %(owner)s only, when given), the latest changed first (their metadata is
+-- filtered by the caller: it may be sealed); none deleted.
 SELECT thread_id, coalesce(t.metadata, '{}'::jsonb) AS metadata,
        coalesce(t.created_at, r.created_at) AS created_at,
-       greatest(t.updated_at, r.updated_at) AS updated_at, r.agent, r.state
+       greatest(t.updated_at, r.updated_at) AS updated_at, r.agent, r.state, o.owner
 FROM waystone.threads t FULL JOIN waystone.runs r USING (thread_id)
+LEFT JOIN waystone.thread_owners o USING (thread_id)
+WHERE (%(owner)s::text IS NULL OR o.owner = %(owner)s)
+  AND NOT EXISTS (SELECT 1 FROM waystone.deleted_threads d
+                  WHERE d.thread_id = coalesce(t.thread_id, r.thread_id))
 ORDER BY greatest(t.updated_at, r.updated_at) DESC, thread_id
 LIMIT %(limit)s;
+
+-- name: set_thread_metadata
+-- A thread's metadata (merged by the caller: it may be sealed); a thread started by a run
+-- alone gets a threads row for it.
+INSERT INTO waystone.threads AS t (thread_id, metadata, created_at)
+SELECT %(thread_id)s, %(metadata)s, coalesce(r.created_at, clock_timestamp())
+FROM (SELECT 1) one LEFT JOIN waystone.runs r ON r.thread_id = %(thread_id)s
+ON CONFLICT (thread_id) DO UPDATE
+SET metadata = excluded.metadata, updated_at = clock_timestamp();
+
+-- name: delete_thread
+-- A thread gone from the API's view, its ended run marked pruned (no run begins on it
+-- again; the caller erases its checkpoints); its runs, events and effects are kept:
+-- history is evidence. None while its run has not ended, or when it was gone already.
+WITH pruned AS (
+    UPDATE waystone.runs SET pruned_at = coalesce(pruned_at, clock_timestamp())
+    WHERE thread_id = %(thread_id)s AND state IN ('done', 'failed')
+    RETURNING thread_id
+)
+INSERT INTO waystone.deleted_threads (thread_id, actor)
+SELECT %(thread_id)s, %(actor)s
+WHERE EXISTS (SELECT 1 FROM pruned)
+   OR NOT EXISTS (SELECT 1 FROM waystone.runs WHERE thread_id = %(thread_id)s)
+ON CONFLICT DO NOTHING
+RETURNING thread_id;
+
+-- name: store_run_options
+-- What an API run was created with besides its input, in the transaction creating it.
+INSERT INTO waystone.run_options (run_id, thread_id, metadata, options)
+VALUES (%(run_id)s, %(thread_id)s, %(metadata)s, %(options)s);
+
+-- name: run_options
+SELECT metadata, options FROM waystone.run_options WHERE run_id = %(run_id)s;
+
+-- name: thread_run_metadata
+SELECT run_id, metadata FROM waystone.run_options WHERE thread_id = %(thread_id)s;

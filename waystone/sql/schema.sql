@@ -365,3 +365,30 @@ CREATE TABLE waystone.threads (
     created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
     updated_at timestamptz NOT NULL DEFAULT clock_timestamp()
 );
+
+-- The owner of a thread made through the API with an owner's token; only that owner (and
+-- the operator) finds it. A thread with no row here is no owner's: the operator's only.
+CREATE TABLE waystone.thread_owners (
+    thread_id text PRIMARY KEY,
+    owner     text NOT NULL
+);
+CREATE INDEX thread_owners_owner_idx ON waystone.thread_owners (owner);
+
+-- Threads deleted through the API: gone from its view, their checkpoints erased; their
+-- runs, events and effects stay (history is evidence), and the id stays taken.
+CREATE TABLE waystone.deleted_threads (
+    thread_id  text PRIMARY KEY,
+    actor      text NOT NULL,
+    deleted_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+-- What an API run was created with besides its input (metadata; config, context and
+-- breakpoints), read by the worker that drives the run.
+CREATE TABLE waystone.run_options (
+    run_id     text PRIMARY KEY,               -- the run's id (its thread's and number's)
+    thread_id  text NOT NULL,
+    metadata   jsonb NOT NULL DEFAULT '{}'::jsonb,  -- redacted (and sealed) as runs' input
+    options    jsonb NOT NULL DEFAULT '{}'::jsonb,  -- config, context, interrupt_before/after
+    created_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE INDEX run_options_thread_idx ON waystone.run_options (thread_id);

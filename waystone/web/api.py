@@ -11,7 +11,6 @@ committed checkpoints (:mod:`waystone.web.stream`).
 
 from __future__ import annotations
 
-import hmac
 import json
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -22,29 +21,27 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from waystone._runs import breakpoints
 from waystone._runs.signals import RESUME
 from waystone._runs.threads import SEARCH_LIMIT
 from waystone.errors import BadInput, TransitionNotAllowed, UnknownThread, WaystoneError
-from waystone.web import follow, shapes, stream
+from waystone.web import follow, run_options, shapes, stream, thread_edits
+from waystone.web.owners import Tokens
 
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
 
+    from waystone._runs.options import RunOptions
     from waystone.runtime import RunStatus, Runtime
 
 Handler = Callable[[Request], Awaitable[Response]]
 # What a run request may carry that Waystone does not do yet: refused, never ignored.
 UNSUPPORTED = (
-    "config",
-    "context",
     "checkpoint",
     "checkpoint_id",
-    "interrupt_before",
-    "interrupt_after",
     "webhook",
     "after_seconds",
     "feedback_keys",
-    "metadata",
     "stream_subgraphs",
 )
 
@@ -56,12 +53,17 @@ class ApiError(Exception):
 
 
 class Api:
-    """The routes, on one runtime. ``token``: what a change must carry (``x-api-key``, or
-    ``Authorization: Bearer``); without one, the API only reads."""
+    """The routes, on one runtime. ``tokens``: what a request must carry (``x-api-key``,
+    or ``Authorization: Bearer``), the operator's or an owner's (a bare string: the
+    operator's); without any, the API only reads. An owner's request finds that owner's
+    threads only (:meth:`Runtime.thread`'s rule): any other is 404, as if it did not
+    exist."""
 
-    def __init__(self, rt: Runtime, token: str | None) -> None:
-        self.rt, self.token = rt, token
+    def __init__(self, rt: Runtime, tokens: Tokens | str | None) -> None:
+        self.rt = rt
+        self.tokens = tokens if isinstance(tokens, Tokens) else Tokens(operator=tokens)
         self.since = datetime.now(UTC)
+        self._creating = (self.create_run, self.wait_run, self.stream_run)
 
     def routes(self) -> list[Route]:
         from waystone.web import crons
@@ -78,6 +80,7 @@ class Api:
             Route("/threads", w(self.create_thread), methods=["POST"]),
             Route("/threads/search", r(self.search_threads), methods=["POST"]),
             Route("/threads/{thread_id}", r(self.get_thread), methods=["GET"]),
+            *thread_edits.routes(self, w, r),
             Route("/threads/{thread_id}/state", r(self.thread_state), methods=["GET"]),
             Route("/threads/{thread_id}/history", r(self.thread_history), methods=["GET", "POST"]),
             Route("/threads/{thread_id}/runs", w(self.create_run), methods=["POST"]),
@@ -107,13 +110,8 @@ class Api:
     def _guarded(self, handler: Handler, *, change: bool) -> Handler:
         async def guarded(request: Request) -> Response:
             try:
-                if (change or self.token is not None) and not self._authorized(request):
-                    raise ApiError(
-                        401,
-                        "this needs the API token (x-api-key or Authorization: Bearer)"
-                        if self.token
-                        else "the server has no WAYSTONE_API_TOKEN: it only reads",
-                    )
+                request.state.owner = self._caller(request, change)
+                await self._check_owner(request, handler)
                 return await handler(request)
             except ApiError as exc:
                 return JSONResponse({"detail": exc.detail}, status_code=exc.status)
@@ -128,14 +126,34 @@ class Api:
 
         return guarded
 
-    def _authorized(self, request: Request) -> bool:
-        if self.token is None:
-            return False
+    def _caller(self, request: Request, change: bool) -> str | None:
+        """The owner the request's token stands for (``None``: the operator, or anyone
+        reading a server with no token); 401 when it needs a token and has none of them."""
+        if not self.tokens.any:
+            if change:
+                raise ApiError(401, "the server has no WAYSTONE_API_TOKEN: it only reads")
+            return None
         given = request.headers.get("x-api-key") or ""
         scheme, _, bearer = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() == "bearer":
             given = given or bearer.strip()
-        return hmac.compare_digest(given.encode(), self.token.encode())
+        found, owner = self.tokens.caller(given)
+        if not found:
+            raise ApiError(401, "this needs an API token (x-api-key or Authorization: Bearer)")
+        return owner
+
+    async def _check_owner(self, request: Request, handler: Handler) -> None:
+        """404 for a thread the caller's owner may not see, before anything is read or
+        changed; a run may still create a thread that does not exist at all."""
+        thread_id = request.path_params.get("thread_id")
+        owner = request.state.owner
+        if thread_id is None or owner is None:
+            return
+        try:
+            await run_in_threadpool(self.rt.check_owner, thread_id, owner)
+        except UnknownThread:
+            if handler not in self._creating or await run_in_threadpool(self._exists, thread_id):
+                raise
 
     # -- assistants ------------------------------------------------------------------------
 
@@ -202,6 +220,7 @@ class Api:
                 body.get("thread_id"),
                 metadata=body.get("metadata"),
                 if_exists=body.get("if_exists") or "raise",
+                owner=request.state.owner,
             )
         )
         return JSONResponse(await run_in_threadpool(self._thread, made.thread_id))
@@ -217,12 +236,16 @@ class Api:
         if metadata is not None and not isinstance(metadata, dict):
             raise ApiError(400, "metadata must be a JSON object")
 
+        owner = request.state.owner
+
         def search() -> list[dict[str, Any]]:
             if status is None:
-                found = self.rt.search_threads(metadata=metadata, limit=limit, offset=offset)
+                found = self.rt.search_threads(
+                    metadata=metadata, limit=limit, offset=offset, owner=owner
+                )
                 return [self._thread(t.thread_id) for t in found]
             # the status is each thread's run's: read on every thread, then paged
-            found = self.rt.search_threads(metadata=metadata, limit=SEARCH_LIMIT)
+            found = self.rt.search_threads(metadata=metadata, limit=SEARCH_LIMIT, owner=owner)
             shown = [self._thread(t.thread_id) for t in found]
             return [t for t in shown if t["status"] == status][offset : offset + limit]
 
@@ -266,22 +289,28 @@ class Api:
 
     async def create_run(self, request: Request) -> Response:
         thread_id = request.path_params["thread_id"]
-        status, assistant = await self._create(thread_id, await _body(request))
-        return JSONResponse(shapes.run(status, assistant))
+        body = await _body(request)
+        status, assistant = await self._create(thread_id, body, request.state.owner)
+        metadata = body.get("metadata") if body.get("command") is None else None
+        return JSONResponse(shapes.run(status, assistant, metadata))
 
     async def wait_run(self, request: Request) -> Response:
         thread_id = request.path_params["thread_id"]
-        status, _ = await self._create(thread_id, await _body(request))
+        status, _ = await self._create(thread_id, await _body(request), request.state.owner)
         return JSONResponse(await self._settled(status))
 
     async def wait_stateless(self, request: Request) -> Response:
         body = await _body(request)
-        made = await run_in_threadpool(self.rt.create_thread)
+        owner = request.state.owner
+        made = await run_in_threadpool(lambda: self.rt.create_thread(owner=owner))
         status, _ = await self._create(made.thread_id, {**body, "if_not_exists": "reject"})
         return JSONResponse(await self._settled(status))
 
-    async def _create(self, thread_id: str, body: dict[str, Any]) -> tuple[RunStatus, str]:
-        """A new run on the thread, or an answer to the interrupt its run waits on."""
+    async def _create(
+        self, thread_id: str, body: dict[str, Any], owner: str | None = None
+    ) -> tuple[RunStatus, str]:
+        """A new run on the thread (made for ``owner`` if it does not exist and the body
+        says to), or an answer to the interrupt its run waits on."""
         given = [k for k in UNSUPPORTED if body.get(k) not in (None, {}, [], False)]
         if given:
             raise ApiError(
@@ -295,18 +324,43 @@ class Api:
         graph_id = self._graph_id(str(body["assistant_id"]))
         if_not_exists = body.get("if_not_exists") or "reject"
         command = body.get("command")
+        options = self._options(body)
 
         def create() -> RunStatus:
             if not self._exists(thread_id):
                 if if_not_exists != "create":
                     raise ApiError(404, f"thread {thread_id!r} not found")
-                self.rt.create_thread(thread_id, if_exists="do_nothing")
+                self.rt.create_thread(thread_id, if_exists="do_nothing", owner=owner)
             if command is not None:
                 return self._resume(thread_id, command)
-            return self.rt.start(graph_id, body.get("input"), thread_id=thread_id)
+            if body.get("input") is None and self._at_breakpoint(thread_id):
+                return self._resume(thread_id, {"resume": None})  # go on, as the reference
+            return self.rt.start(graph_id, body.get("input"), thread_id=thread_id, options=options)
 
         status = await run_in_threadpool(create)
         return status, shapes.assistant_id(graph_id)
+
+    @staticmethod
+    def _options(body: dict[str, Any]) -> RunOptions | None:
+        try:
+            options = run_options.from_body(body)
+        except run_options.Unsupported as exc:
+            raise ApiError(422, str(exc)) from None
+        if options is not None and body.get("command") is not None:
+            raise ApiError(
+                422,
+                f"a resume goes on with its run's options: leave "
+                f"{', '.join(run_options.given(body))} out",
+            )
+        return options
+
+    def _at_breakpoint(self, thread_id: str) -> bool:
+        """Whether the thread's run waits at a breakpoint it was created with."""
+        if self.rt.thread(thread_id).state != "waiting":
+            return False
+        status = self.rt.status(thread_id)
+        stopped = status.state == "waiting" and status.waiting_for == RESUME
+        return stopped and breakpoints.only_breakpoints(status.interrupts)
 
     def _exists(self, thread_id: str) -> bool:
         try:
@@ -341,19 +395,23 @@ class Api:
     # -- streams ---------------------------------------------------------------------------
 
     async def stream_run(self, request: Request) -> Response:
-        return await self._stream_new(request.path_params["thread_id"], await _body(request))
+        thread_id, owner = request.path_params["thread_id"], request.state.owner
+        return await self._stream_new(thread_id, await _body(request), owner)
 
     async def stream_stateless(self, request: Request) -> Response:
-        made = await run_in_threadpool(self.rt.create_thread)
+        owner = request.state.owner
+        made = await run_in_threadpool(lambda: self.rt.create_thread(owner=owner))
         body = {**(await _body(request)), "if_not_exists": "reject"}
         return await self._stream_new(made.thread_id, body)
 
-    async def _stream_new(self, thread_id: str, body: dict[str, Any]) -> Response:
+    async def _stream_new(
+        self, thread_id: str, body: dict[str, Any], owner: str | None = None
+    ) -> Response:
         modes = _modes(body.get("stream_mode"))
-        resuming = body.get("command") is not None
+        resuming = body.get("command") is not None or body.get("input") is None
         # a resume streams from where the run stopped: what it sent up to there is old
         start = await run_in_threadpool(self._latest, thread_id) if resuming else None
-        status, _ = await self._create(thread_id, body)
+        status, _ = await self._create(thread_id, body, owner)
         after = stream.resumed_from(start) if start is not None else None
         answered = {i["id"] for i in status.interrupts}
         return self._sse(status, modes, after, answered)
@@ -392,7 +450,11 @@ class Api:
         def runs() -> list[dict[str, Any]]:
             history = self.rt.history(thread_id)
             assistant = shapes.assistant_id(self.rt.thread(thread_id).agent or "")
-            listed = [shapes.past_run(thread_id, r, assistant) for r in history["runs"]]
+            metadata = self.rt.run_metadata(thread_id)
+            listed = [
+                shapes.past_run(thread_id, r, assistant, metadata.get(r["run_id"]))
+                for r in history["runs"]
+            ]
             listed.reverse()  # the latest first, as the reference lists them
             return listed[offset : offset + limit]
 
@@ -403,11 +465,12 @@ class Api:
         shape; 404 when the thread has no such run."""
         status = self.rt.status(thread_id)
         assistant = shapes.assistant_id(status.agent)
+        metadata = self.rt.run_metadata(thread_id).get(run_id)
         if status.run_id == run_id:
-            return status, shapes.run(status, assistant)
+            return status, shapes.run(status, assistant, metadata)
         for past in self.rt.history(thread_id)["runs"]:
             if past["run_id"] == run_id:
-                return None, shapes.past_run(thread_id, past, assistant)
+                return None, shapes.past_run(thread_id, past, assistant, metadata)
         raise ApiError(404, f"thread {thread_id!r} has no run {run_id!r}")
 
     async def get_run(self, request: Request) -> Response:

@@ -59,14 +59,21 @@ def assistant(graph_id: str, since: datetime) -> dict[str, Any]:
     }
 
 
-def run(status: RunStatus, assistant: str) -> dict[str, Any]:
-    return _run(status.run_id, status.thread_id, assistant, status.state, status.updated_at)
+def run(
+    status: RunStatus, assistant: str, metadata: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The thread's current run, with the ``metadata`` it was created with."""
+    shown = _run(status.run_id, status.thread_id, assistant, status.state, status.updated_at)
+    return {**shown, "metadata": metadata or {}}
 
 
-def past_run(thread_id: str, past: dict[str, Any], assistant: str) -> dict[str, Any]:
+def past_run(
+    thread_id: str, past: dict[str, Any], assistant: str, metadata: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """A run of the thread's history (``Runtime.history``'s ``runs``)."""
     shown = _run(past["run_id"], thread_id, assistant, past["state"], past["created_at"])
-    return {**shown, "updated_at": past["ended_at"] or past["created_at"]}
+    updated = past["ended_at"] or past["created_at"]
+    return {**shown, "updated_at": updated, "metadata": metadata or {}}
 
 
 def _run(run_id: str | None, thread_id: str, assistant: str, state: str, at: str) -> dict[str, Any]:
@@ -157,6 +164,11 @@ def output(snapshot: StateSnapshot | None) -> dict[str, Any]:
     if snapshot.interrupts:
         values["__interrupt__"] = [_interrupt(i) for i in snapshot.interrupts]
     return values
+
+
+def checkpoint(thread_id: str, config: Any) -> dict[str, Any]:
+    """The checkpoint a LangGraph config names, as the API shows it."""
+    return _checkpoint(thread_id, config)
 
 
 def _checkpoint(thread_id: str, config: Any) -> dict[str, Any]:

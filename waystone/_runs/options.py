@@ -1,0 +1,111 @@
+"""What a run is created with besides its input (the LangGraph server API's run options):
+its metadata, the graph's ``configurable`` and ``recursion_limit``, LangGraph's runtime
+``context``, and breakpoints (``interrupt_before`` / ``interrupt_after``).
+
+They are kept with the run in Postgres (``waystone.run_options``, redacted and sealed as
+its input), written in the transaction that creates it, and read once by each drive of
+it: whichever worker drives it, after whatever crash, applies the same ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from waystone.errors import BadInput
+
+if TYPE_CHECKING:
+    from waystone._checkpointing.database import Conn
+    from waystone._parts import Parts
+
+# Waystone's own configurable keys: a run's config may not set them.
+RESERVED = frozenset(
+    {"thread_id", "checkpoint_id", "checkpoint_ns", "checkpoint_map", "lease_token"}
+    | {"key_namespace", "waystone_run", "__waystone__"}
+)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    metadata: dict[str, Any] = field(default_factory=dict)
+    configurable: dict[str, Any] = field(default_factory=dict)
+    recursion_limit: int | None = None
+    context: Any = None
+    interrupt_before: list[str] | str | None = None  # node names, or "*" for every node
+    interrupt_after: list[str] | str | None = None
+
+    @property
+    def breakpoints(self) -> bool:
+        return bool(self.interrupt_before or self.interrupt_after)
+
+    def invoke_kwargs(self) -> dict[str, Any]:
+        """What each invocation of the graph is given besides its input and config."""
+        given = {
+            "context": self.context,
+            "interrupt_before": self.interrupt_before,
+            "interrupt_after": self.interrupt_after,
+        }
+        return {k: v for k, v in given.items() if v is not None}
+
+    def apply(self, configurable: dict[str, Any]) -> None:
+        """The run's ``configurable`` keys added to Waystone's (which they never replace)."""
+        for key, value in self.configurable.items():
+            configurable.setdefault(key, value)
+
+    def check(self, nodes: set[str]) -> RunOptions:
+        """These options, if a graph with ``nodes`` can take them; :class:`BadInput` if
+        not, saying what is wrong."""
+        if not isinstance(self.metadata, dict) or not isinstance(self.configurable, dict):
+            raise BadInput("a run's metadata and config's configurable must be JSON objects")
+        taken = sorted(RESERVED & set(self.configurable))
+        if taken:
+            raise BadInput(f"configurable {', '.join(taken)} is Waystone's own: leave it out")
+        limit = self.recursion_limit
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+            raise BadInput("recursion_limit must be a whole number")
+        if limit is not None and limit < 1:
+            raise BadInput("recursion_limit must be at least 1")
+        for name in ("interrupt_before", "interrupt_after"):
+            given = getattr(self, name)
+            if given is None or given == "*":
+                continue
+            if not isinstance(given, list) or not all(isinstance(n, str) for n in given):
+                raise BadInput(f'{name} must be a list of node names, or "*"')
+            unknown = sorted(set(given) - nodes)
+            if unknown:
+                raise BadInput(
+                    f"{name} names no node of the graph: {', '.join(unknown)} "
+                    f"(its nodes: {', '.join(sorted(nodes))})"
+                )
+        return self
+
+    @property
+    def empty(self) -> bool:
+        return self == RunOptions()
+
+
+def store(parts: Parts, conn: Conn, run_id: str, thread_id: str, options: RunOptions) -> None:
+    """Keep ``options`` with the run, in the caller's transaction (the one creating it)."""
+    rest = {k: v for k, v in asdict(options).items() if k != "metadata"}
+    parts.db.execute(
+        "store_run_options",
+        conn=conn,
+        run_id=run_id,
+        thread_id=thread_id,
+        metadata=parts.protect(options.metadata),
+        options=parts.protect(rest),
+    )
+
+
+def load(parts: Parts, run_id: str) -> RunOptions:
+    """The options the run was created with (none for a run made without)."""
+    row = parts.db.fetch_one("run_options", run_id=run_id)
+    if row is None:
+        return RunOptions()
+    return RunOptions(metadata=parts.reveal(row["metadata"]), **parts.reveal(row["options"]))
+
+
+def metadata_of(parts: Parts, thread_id: str) -> dict[str, dict[str, Any]]:
+    """Each of the thread's runs' metadata, by run id (runs made with some only)."""
+    rows = parts.db.fetch_all("thread_run_metadata", thread_id=thread_id)
+    return {row["run_id"]: parts.reveal(row["metadata"]) for row in rows}

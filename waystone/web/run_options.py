@@ -1,0 +1,51 @@
+"""A run request's options besides its input, as the reference takes them: ``metadata``,
+``config`` (its ``configurable`` and ``recursion_limit``), ``context`` and breakpoints
+(``interrupt_before`` / ``interrupt_after``), made into the :class:`RunOptions` the run is
+kept with (what a worker applies when it drives it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from waystone._runs.options import RunOptions
+from waystone.errors import BadInput
+
+OPTIONS = ("metadata", "config", "context", "interrupt_before", "interrupt_after")
+CONFIG_KEYS = ("configurable", "recursion_limit")
+
+
+def given(body: dict[str, Any]) -> list[str]:
+    """The options a request carries (an empty one counts as none, as the reference's)."""
+    return [k for k in OPTIONS if body.get(k) not in (None, {}, [])]
+
+
+def from_body(body: dict[str, Any]) -> RunOptions | None:
+    """The request's options; ``None`` when it has none. :class:`BadInput` for a value
+    of the wrong shape; a config key Waystone does not apply is :class:`Unsupported`."""
+    if not given(body):
+        return None
+    config = body.get("config") or {}
+    if not isinstance(config, dict):
+        raise BadInput("config must be a JSON object")
+    other = sorted(set(config) - set(CONFIG_KEYS))
+    if other:
+        raise Unsupported(
+            f"Waystone applies config's {' and '.join(CONFIG_KEYS)} only, not "
+            f"{', '.join(other)}: leave it out"
+        )
+    if config.get("configurable") and body.get("context"):
+        raise BadInput(  # the reference's word
+            "Cannot specify both configurable and context. Prefer setting context alone."
+        )
+    return RunOptions(
+        metadata=body.get("metadata") or {},
+        configurable=config.get("configurable") or {},
+        recursion_limit=config.get("recursion_limit"),
+        context=body.get("context") or None,
+        interrupt_before=body.get("interrupt_before") or None,
+        interrupt_after=body.get("interrupt_after") or None,
+    )
+
+
+class Unsupported(Exception):
+    """Something Waystone does not do: the API answers 422."""
