@@ -45,7 +45,7 @@ def create_app(
     from waystone.web.calls import Site
     from waystone.web.gate import Gate
     from waystone.web.guard import Guard, max_body_bytes
-    from waystone.web.replies import error_reply, kind_of
+    from waystone.web.replies import error_reply, kind_of, route_path
     from waystone.web_security import SessionStore, parse_allowed_hosts
 
     if token is None:
@@ -59,11 +59,14 @@ def create_app(
 
     async def refused(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
-        kind = kind_of(request.url.path, request.method)
-        message = f"no such page or endpoint: {request.url.path}"
+        path = route_path(request.scope)
+        message = f"no such page or endpoint: {path}"
         if exc.status_code != 404:
             message = f"{request.method} is not allowed here"
-        return error_reply(kind, exc.status_code, message, exc.headers)
+        root = request.scope.get("root_path", "")
+        return error_reply(
+            kind_of(path, request.method), exc.status_code, message, exc.headers, root
+        )
 
     return Starlette(
         routes=[*Api(runtime, token or None).routes(), *operator.routes(site), *pages.routes(site)],

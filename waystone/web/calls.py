@@ -48,6 +48,11 @@ class Call:
     def gate(self) -> Gate:
         return self.site.gate
 
+    @property
+    def root(self) -> str:
+        """The prefix the app is mounted at ("" at the root): the pages' links start with it."""
+        return str(self.request.scope.get("root_path", ""))
+
     def query(self, name: str, default: str | None = None) -> str | None:
         values = self.request.query_params.getlist(name)
         return values[-1] if values else default
@@ -93,18 +98,18 @@ def _answer(call: Call, kind: Kind, action: Action, reads: bool) -> Response:
             call.gate.require_reader(request.headers, request.cookies)
         return action(call)
     except HttpError as exc:
-        return error_reply(kind, exc.status, exc.message, exc.headers)
+        return error_reply(kind, exc.status, exc.message, exc.headers, call.root)
     except WaystoneError as exc:
         status = http_status(exc)
         if status >= 500:
             logger.error("%s %s: %s", request.method, request.url.path, exc)
-        return error_reply(kind, status, str(exc))
+        return error_reply(kind, status, str(exc), root=call.root)
     except Exception as exc:
         known = meaning(exc)
         if known is None:
             logger.exception("%s %s failed", request.method, request.url.path)
-            return error_reply(kind, 500, f"internal error: {type(exc).__name__}")
-        return error_reply(kind, http_status(known), str(known))
+            return error_reply(kind, 500, f"internal error: {type(exc).__name__}", root=call.root)
+        return error_reply(kind, http_status(known), str(known), root=call.root)
 
 
 # -- request bodies ----------------------------------------------------------------------

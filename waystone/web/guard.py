@@ -12,7 +12,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from waystone.errors import BadInput
 from waystone.web.render import CSP
-from waystone.web.replies import error_reply, kind_of
+from waystone.web.replies import error_reply, kind_of, route_path
 from waystone.web_security import HostName, host_allowed
 
 MAX_BODY_ENV = "WAYSTONE_MAX_BODY_BYTES"
@@ -54,9 +54,10 @@ class Guard:
         refusal = self._refusal(scope)
         if refusal is not None:
             status, message = refusal
-            kind = kind_of(scope["path"], scope["method"])
+            kind = kind_of(route_path(scope), scope["method"])
             # the body stays unread: the connection closes instead of reading it
-            reply = error_reply(kind, status, message, {"connection": "close"})
+            root = str(scope.get("root_path", ""))
+            reply = error_reply(kind, status, message, {"connection": "close"}, root)
             await reply(scope, receive, self._headed(send))
             return
         await self.app(scope, receive, self._headed(send))

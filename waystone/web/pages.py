@@ -53,6 +53,7 @@ def dashboard(call: Call) -> Response:
     ]
     return page(
         "dashboard.html",
+        root=call.root,
         csrf=call.gate.csrf(call.session()),
         read_only=call.gate.token is None,
         no_token=NO_TOKEN,
@@ -70,6 +71,7 @@ def run_page(call: Call) -> Response:
     picture, note = _picture(call, status, history)
     return page(
         "run.html",
+        root=call.root,
         csrf=call.gate.csrf(call.session()),
         status=status,
         shown=shown(call, status),
@@ -120,26 +122,26 @@ def _messages(call: Call, status: RunStatus) -> list[dict[str, str]]:
 
 def login_form(call: Call) -> Response:
     message = NO_TOKEN if call.gate.token is None else None
-    return page("login.html", message=message, token_env=TOKEN_ENV)
+    return page("login.html", message=message, token_env=TOKEN_ENV, root=call.root)
 
 
 def login(call: Call) -> Response:
     token = call.gate.token
     if token is None:
-        return page("login.html", 401, message=NO_TOKEN, token_env=TOKEN_ENV)
+        return page("login.html", 401, message=NO_TOKEN, token_env=TOKEN_ENV, root=call.root)
     given = form_fields(call.body).get("token", "")
     if not hmac.compare_digest(given.encode(), token.encode()):
         client = call.request.client
         logger.warning("failed login from %s", client.host if client else "?")
-        return page("login.html", 401, message="wrong token", token_env=TOKEN_ENV)
+        return page("login.html", 401, message="wrong token", token_env=TOKEN_ENV, root=call.root)
     session_id = new_session_id()
     call.gate.sessions.open(session_id)
-    response = RedirectResponse("/", 303)
+    response = RedirectResponse(f"{call.root}/", 303)
     response.set_cookie(
         SESSION_COOKIE,
         session_cookie(token, session_id),
         max_age=SESSION_SECONDS,
-        path="/",
+        path=call.root or "/",
         httponly=True,
         samesite="strict",
     )
@@ -150,8 +152,10 @@ def logout(call: Call) -> Response:
     """Ends the session for every server process (a copy of the cookie opens nothing)."""
     if call.session() is not None:
         call.gate.sessions.revoke(call.require_session(form_fields(call.body)))
-    response = RedirectResponse("/", 303)
-    response.set_cookie(SESSION_COOKIE, "", max_age=0, path="/", httponly=True, samesite="strict")
+    response = RedirectResponse(f"{call.root}/", 303)
+    response.set_cookie(
+        SESSION_COOKIE, "", max_age=0, path=call.root or "/", httponly=True, samesite="strict"
+    )
     return response
 
 
@@ -163,7 +167,7 @@ def form_approve(call: Call) -> Response:
     comment = text_field(form, "comment", required=False) or None
     status = call.rt.approve(call.params["thread_id"], by=by, comment=comment)
     logger.info("approved %s by %s (form)", status.thread_id, by)
-    return RedirectResponse("/", 303)
+    return RedirectResponse(f"{call.root}/", 303)
 
 
 def form_reject(call: Call) -> Response:
@@ -174,4 +178,4 @@ def form_reject(call: Call) -> Response:
     assert by is not None and reason is not None
     status = call.rt.reject(call.params["thread_id"], by=by, reason=reason)
     logger.info("rejected %s by %s (form)", status.thread_id, by)
-    return RedirectResponse("/", 303)
+    return RedirectResponse(f"{call.root}/", 303)

@@ -60,13 +60,18 @@ def page(
     """A page from ``template``; ``csrf`` among ``values``: the session's token when
     logged in (the Log out form carries it)."""
     values.setdefault("csrf", None)
+    values.setdefault("root", "")  # the prefix the app is mounted at: links start with it
     text = environment().get_template(template).render(**values)
     return HTMLResponse(text, code, dict(headers or {}))
 
 
-def error_page(status: int, message: str, headers: Mapping[str, str] | None = None) -> HTMLResponse:
+def error_page(
+    status: int, message: str, headers: Mapping[str, str] | None = None, root: str = ""
+) -> HTMLResponse:
     try:
         phrase = HTTPStatus(status).phrase
     except ValueError:
         phrase = "Error"
-    return page("error.html", status, headers, status=status, phrase=phrase, message=message)
+    return page(
+        "error.html", status, headers, status=status, phrase=phrase, message=message, root=root
+    )

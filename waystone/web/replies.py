@@ -28,6 +28,12 @@ class HttpError(Exception):
         self.headers = dict(headers or {})
 
 
+def route_path(scope: Mapping[str, object]) -> str:
+    """The request's path within the app (without the prefix it is mounted at)."""
+    path, root = str(scope.get("path", "")), str(scope.get("root_path", ""))
+    return path[len(root) :] if root and path.startswith(root) else path
+
+
 def kind_of(path: str, method: str = "GET") -> Kind:
     """Who is asking, by the path: the operator's JSON API, a page, or the LangGraph API
     (whose ``/runs/wait`` and ``/runs/stream`` are the only POSTs under ``/runs/`` with
@@ -63,7 +69,11 @@ def meaning(exc: BaseException) -> WaystoneError | None:
 
 
 def error_reply(
-    kind: Kind, status: int, message: str, headers: Mapping[str, str] | None = None
+    kind: Kind,
+    status: int,
+    message: str,
+    headers: Mapping[str, str] | None = None,
+    root: str = "",
 ) -> Response:
     if kind == "api":
         return JSONResponse({"error": message}, status, dict(headers or {}))
@@ -71,4 +81,4 @@ def error_reply(
         return JSONResponse({"detail": message}, status, dict(headers or {}))
     from waystone.web.render import error_page
 
-    return error_page(status, message, headers)
+    return error_page(status, message, headers, root)
