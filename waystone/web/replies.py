@@ -4,6 +4,7 @@ Waystone error, and the error itself as JSON (``{"error": ...}`` under ``/api/``
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Literal
 
@@ -14,8 +15,10 @@ from waystone.errors import BadInput, DatabaseUnavailable, WaystoneError, chain
 Kind = Literal["api", "html", "langgraph"]
 
 OPERATOR_PREFIXES = ("/api/", "/signals/")
-# The pages: the dashboard, a run's page and its forms, the login and logout forms.
-PAGE_PREFIXES = ("/runs/", "/login", "/logout")
+# The pages: the dashboard, a run's page and its forms, the login and logout forms. The
+# LangGraph API has paths under /runs/ too (/runs/wait, /runs/crons/...): matched apart.
+PAGE_READS = re.compile(r"/|/login|/runs/[^/]+")
+PAGE_FORMS = re.compile(r"/login|/logout|/runs/[^/]+/(approve|reject)")
 
 
 class HttpError(Exception):
@@ -35,16 +38,12 @@ def route_path(scope: Mapping[str, object]) -> str:
 
 
 def kind_of(path: str, method: str = "GET") -> Kind:
-    """Who is asking, by the path: the operator's JSON API, a page, or the LangGraph API
-    (whose ``/runs/wait`` and ``/runs/stream`` are the only POSTs under ``/runs/`` with
-    one segment)."""
+    """Who is asking, by the path within the app: the operator's JSON API, a page or a
+    form of the pages, or the LangGraph API (everything else)."""
     if path.startswith(OPERATOR_PREFIXES):
         return "api"
-    if path == "/" or path.startswith(PAGE_PREFIXES):
-        if method == "POST" and path in ("/runs/wait", "/runs/stream"):
-            return "langgraph"
-        return "html"
-    return "langgraph"
+    pages = PAGE_FORMS if method == "POST" else PAGE_READS
+    return "html" if pages.fullmatch(path) else "langgraph"
 
 
 def http_status(exc: WaystoneError) -> int:
