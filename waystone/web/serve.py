@@ -34,6 +34,7 @@ READ_TIMEOUT_S = 10.0
 KEEP_ALIVE_S = 5.0  # an idle connection between requests
 MAX_HEADERS = 16 * 1024  # bytes of a request line and headers
 MAX_CONNECTIONS = 512  # beyond it a request gets 503
+GRACE_S = 10  # at SIGTERM, for requests in flight; a stream's client resumes by event id
 
 
 class DeadlineProtocol(H11Protocol):
@@ -167,6 +168,7 @@ class WebServer:
             timeout_keep_alive=int(max(1, min(KEEP_ALIVE_S, read_timeout))),
             h11_max_incomplete_event_size=MAX_HEADERS,
             limit_concurrency=MAX_CONNECTIONS,
+            timeout_graceful_shutdown=GRACE_S,
         )
         self.server = _Server(config)
         self._thread: threading.Thread | None = None
