@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +21,8 @@ import pytest
 from tests.conftest import REFUND_INPUT, ROOT
 from waystone import Runtime, Settings
 from waystone.examples.provider import ProviderProcess
-from waystone.server import SESSION_COOKIE, make_server
+from waystone.web.gate import SESSION_COOKIE
+from waystone.web.serve import WebServer
 from waystone.web_security import session_cookie
 
 TOKEN = "t0ken-for-the-serve-tests"
@@ -53,17 +53,13 @@ class Served:
     """A server over the test runtime, in a background thread, and a tiny HTTP client."""
 
     def __init__(self, runtime: Runtime, token: str | None) -> None:
-        self.server = make_server(runtime, "127.0.0.1", 0, token)
-        host, port = self.server.server_address[:2]
-        self.host, self.port = str(host), int(port)
-        self.url = f"http://{self.host}:{self.port}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
+        self.server = WebServer(runtime, "127.0.0.1", 0, token)
+        self.host, self.port = "127.0.0.1", self.server.port
+        self.url = self.server.url
+        self.server.start()
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=10)
+        self.server.stop()
 
     def request(
         self,
@@ -476,7 +472,7 @@ SERVE = """
 import sys
 from waystone.config import Settings
 from waystone.runtime import Runtime
-from waystone.server import serve
+from waystone.web.serve import serve
 
 with Runtime(Settings(database_url=sys.argv[1])) as rt:
     serve(rt, "127.0.0.1", 0, sys.argv[2])
@@ -524,8 +520,9 @@ def _section(page: str, table_id: str) -> str:
 def test_the_dashboard_page_shows_retries_step_times_and_signals_as_the_cli_dashboard(
     runtime: Runtime, provider: ProviderProcess, served: Served
 ) -> None:
+    from markupsafe import escape as esc
+
     from waystone.examples.settlement import settled
-    from waystone.pages import esc
 
     provider.inject("refunds", "transient", times=2)
     done = runtime.start("refund", {**REFUND_INPUT, "amount": "40.00"}).thread_id

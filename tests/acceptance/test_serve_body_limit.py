@@ -14,7 +14,8 @@ import pytest
 from tests.acceptance.test_serve import TOKEN, Served, signals
 from tests.conftest import REFUND_INPUT
 from waystone import BadInput, Runtime
-from waystone.server import MAX_BODY, make_server, max_body_bytes
+from waystone.web.guard import MAX_BODY, max_body_bytes
+from waystone.web.serve import WebServer
 
 
 def body_of(size: int) -> str:
@@ -71,4 +72,4 @@ def test_a_max_body_setting_that_is_not_a_number_of_bytes_is_refused(
     for bad in ("1MiB", "0", "-5", "1.5"):
         monkeypatch.setenv("WAYSTONE_MAX_BODY_BYTES", bad)
         with pytest.raises(BadInput, match="WAYSTONE_MAX_BODY_BYTES"):
-            make_server(runtime, "127.0.0.1", 0, TOKEN)
+            WebServer(runtime, "127.0.0.1", 0, TOKEN)

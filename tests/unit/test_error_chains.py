@@ -9,7 +9,7 @@ import pytest
 
 from waystone._checkpointing.database import meaning_of
 from waystone.errors import DatabaseUnavailable, LeaseLost, chain
-from waystone.server import _meaning
+from waystone.web.replies import meaning as _meaning
 
 
 def _two_cycle() -> BaseException:

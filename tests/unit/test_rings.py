@@ -13,9 +13,7 @@ from tests.unit.test_import_cycles import PACKAGE, _is_type_checking, import_gra
 
 EDGES = (
     "waystone.cli",
-    "waystone.server",
-    "waystone.routes",
-    "waystone.pages",
+    "waystone.web",
     "waystone.web_security",
     "waystone.worker",
     "waystone.async_worker",

@@ -192,31 +192,14 @@ def serve_cmd(
     as_json: JsonOpt = False,
     database_url: DbOpt = None,
 ) -> None:
-    """Serve the dashboard page, the JSON API and provider webhooks. With
-    WAYSTONE_API_TOKEN set, reads and changes need it (a bearer token; a form login for
-    the page); without it the server is read-only. Once listening it prints its URL (with
-    --json: {"url": ..., "port": ...}, the port chosen for --port 0 included)."""
-    import logging
-
-    from waystone import logs, server
-
-    def body() -> None:
-        logs.configure()
-        with open_runtime(database_url) as rt:
-            for handler in logging.getLogger().handlers:
-                handler.addFilter(rt.log_filter())
-            server.serve(
-                rt,
-                host,
-                port,
-                os.environ.get("WAYSTONE_API_TOKEN") or None,
-                hosts=allowed_hosts.split(","),
-                public_reads=public_reads,
-                read_timeout=read_timeout,
-                announce=_announcer(as_json),
-            )
-
-    guard(body)
+    """Serve the dashboard pages, the LangGraph server API, the operator's JSON API and
+    provider webhooks (one ASGI app on uvicorn). With WAYSTONE_API_TOKEN set, reads and
+    changes need it (a bearer token; a form login for the pages); without it the server
+    is read-only. Once listening it prints its URL (with --json: {"url": ..., "port":
+    ...}, the port chosen for --port 0 included)."""
+    _serve(
+        host, port, allowed_hosts, public_reads, read_timeout, as_json, database_url, "serving on"
+    )
 
 
 @app.command("api")
@@ -228,36 +211,52 @@ def api_cmd(
     as_json: JsonOpt = False,
     database_url: DbOpt = None,
 ) -> None:
-    """Serve the LangGraph server API (what langgraph-sdk and `langgraph dev`'s clients
-    speak) over this database's runs: workers drive the runs it creates. With
-    WAYSTONE_API_TOKEN (the operator's) or owners' tokens (WAYSTONE_API_TOKENS_FILE,
-    WAYSTONE_API_TOKENS) set, every request needs one (x-api-key, or a bearer token), and
-    an owner sees its own threads only; without any, the API only reads. Once listening
-    it prints its URL (with --json: {"url": ..., "port": ...})."""
+    """`waystone serve` on port 2024, where LangGraph's clients look for the LangGraph
+    server API (what langgraph-sdk and `langgraph dev`'s clients speak): workers drive
+    the runs it creates. With WAYSTONE_API_TOKEN (the operator's) or owners' tokens
+    (WAYSTONE_API_TOKENS_FILE, WAYSTONE_API_TOKENS) set, every request needs one
+    (x-api-key, or a bearer token), and an owner sees its own threads only; without any,
+    the API only reads. Once listening it prints its URL (with --json: {"url": ...,
+    "port": ...})."""
+    hosts = os.environ.get("WAYSTONE_ALLOWED_HOSTS", "")
+    _serve(host, port, hosts, False, 10.0, as_json, database_url, "LangGraph API on")
+
+
+def _serve(
+    host: str,
+    port: int,
+    allowed_hosts: str,
+    public_reads: bool,
+    read_timeout: float,
+    as_json: bool,
+    database_url: str | None,
+    announced: str,
+) -> None:
     import logging
-    import socket
 
     def body() -> None:
         try:
-            import uvicorn
+            from waystone.web.serve import WebServer
         except ImportError:
             raise BadInput(
-                "`waystone api` needs the web extra: pip install 'waystone[web]'"
+                "`waystone serve` needs the web extra: pip install 'waystone[web]'"
             ) from None
-
         from waystone import logs
-        from waystone.web import create_app
 
         logs.configure()
         with open_runtime(database_url) as rt:
             for handler in logging.getLogger().handlers:
                 handler.addFilter(rt.log_filter())
-            # bound here, so the port is known (--port 0) before it is announced
-            sock = socket.create_server((host, port))
-            url = f"http://{host}:{sock.getsockname()[1]}"
-            config = uvicorn.Config(create_app(rt), log_level="warning", lifespan="off")
-            (_announcer(as_json) or (lambda u: print(f"LangGraph API on {u}", flush=True)))(url)
-            uvicorn.Server(config).run(sockets=[sock])
+            server = WebServer(
+                rt,
+                host,
+                port,
+                os.environ.get("WAYSTONE_API_TOKEN") or None,
+                hosts=allowed_hosts.split(","),
+                public_reads=public_reads,
+                read_timeout=read_timeout,
+            )
+            server.run(_announcer(as_json) or (lambda url: print(announced, url, flush=True)))
 
     guard(body)
 

@@ -1,9 +1,13 @@
-"""Waystone on ASGI: :func:`create_app` gives the LangGraph server API over a runtime, to
-serve with uvicorn (``waystone api``) or to mount in an application of your own."""
+"""Waystone on ASGI: :func:`create_app` gives one Starlette app over a runtime, to serve
+with uvicorn (``waystone serve``, :func:`waystone.web.serve.serve`) or to mount in an
+application of your own. It holds the LangGraph server API (:mod:`waystone.web.api`),
+the operator's pages (:mod:`waystone.web.pages`), their JSON API and the providers'
+webhook (:mod:`waystone.web.operator`)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -12,17 +16,62 @@ if TYPE_CHECKING:
     from waystone.runtime import Runtime
 
 
-def create_app(runtime: Runtime, *, token: str | None = None) -> Starlette:
-    """The ASGI app of the LangGraph server API on ``runtime``. ``token`` (by default
-    ``WAYSTONE_API_TOKEN``) is the operator's token, and owners' tokens are read from
-    ``WAYSTONE_API_TOKENS_FILE`` or ``WAYSTONE_API_TOKENS`` (:mod:`waystone.web.owners`):
-    with any of them set, every request needs one; without, the API only reads. The
-    runtime stays the caller's to close."""
+def create_app(
+    runtime: Runtime,
+    *,
+    token: str | None = None,
+    allowed_hosts: Iterable[str] | None = None,
+    public_reads: bool = False,
+    max_body: int | None = None,
+) -> Starlette:
+    """The ASGI app on ``runtime`` (which stays the caller's to close).
+
+    ``token`` (by default ``WAYSTONE_API_TOKEN``): the operator's token, what a client
+    must send to change anything, and to read while it is set; owners' tokens are read
+    from ``WAYSTONE_API_TOKENS_FILE`` or ``WAYSTONE_API_TOKENS`` (:mod:`waystone.web.owners`)
+    and see their own threads only. Without any, the app only reads.
+    ``allowed_hosts``: the ``NAME`` or ``NAME:PORT`` values of the Host header it answers
+    (None: any, when what serves it checks them). ``public_reads``: anyone reads the
+    pages and ``/api/`` though a token is set. ``max_body``: the largest request body in
+    bytes (by default ``WAYSTONE_MAX_BODY_BYTES``, or 1 MiB); a larger one gets 413.
+    """
     from starlette.applications import Starlette
+    from starlette.exceptions import HTTPException
+    from starlette.middleware import Middleware
+    from starlette.requests import Request
+    from starlette.responses import Response
 
-    from waystone.web import owners
+    from waystone.errors import BadInput
+    from waystone.web import operator, owners, pages
     from waystone.web.api import Api
+    from waystone.web.calls import Site
+    from waystone.web.gate import Gate
+    from waystone.web.guard import Guard, max_body_bytes
+    from waystone.web.replies import error_reply, kind_of, route_path
+    from waystone.web_security import SessionStore, parse_allowed_hosts
 
-    operator = token if token is not None else os.environ.get("WAYSTONE_API_TOKEN") or None
-    api = Api(runtime, owners.from_env(os.environ, operator))
-    return Starlette(routes=api.routes())
+    if token is None:
+        token = os.environ.get("WAYSTONE_API_TOKEN") or None
+    try:
+        hosts = None if allowed_hosts is None else frozenset(parse_allowed_hosts(allowed_hosts))
+    except ValueError as exc:
+        raise BadInput(f"--allowed-hosts: {exc}") from exc
+    limit = max_body_bytes() if max_body is None else max_body
+    site = Site(runtime, Gate(token or None, public_reads, SessionStore(runtime.connection)))
+
+    async def refused(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        path = route_path(request.scope)
+        message = f"no such page or endpoint: {path}"
+        if exc.status_code != 404:
+            message = f"{request.method} is not allowed here"
+        root = request.scope.get("root_path", "")
+        return error_reply(
+            kind_of(path, request.method), exc.status_code, message, exc.headers, root
+        )
+
+    return Starlette(
+        routes=[*Api(runtime, owners.from_env(os.environ, token or None)).routes(), *operator.routes(site), *pages.routes(site)],
+        middleware=[Middleware(Guard, hosts=hosts, max_body=limit)],
+        exception_handlers={HTTPException: refused},
+    )
