@@ -70,8 +70,9 @@ def create_app(
             kind_of(path, request.method), exc.status_code, message, exc.headers, root
         )
 
+    api = Api(runtime, owners.from_env(os.environ, token or None))
     return Starlette(
-        routes=[*Api(runtime, owners.from_env(os.environ, token or None)).routes(), *operator.routes(site), *pages.routes(site)],
+        routes=[*api.routes(), *operator.routes(site), *pages.routes(site)],
         middleware=[Middleware(Guard, hosts=hosts, max_body=limit)],
         exception_handlers={HTTPException: refused},
     )
