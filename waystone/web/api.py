@@ -22,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from waystone._runs.multitask import STRATEGIES, lineage
 from waystone._runs.signals import RESUME
 from waystone._runs.threads import SEARCH_LIMIT
 from waystone.errors import BadInput, TransitionNotAllowed, UnknownThread, WaystoneError
@@ -254,8 +255,8 @@ class Api:
             if found.agent is None or found.agent not in self.rt.names():
                 return []
             graph = self.rt.graph(found.agent)
-            history = graph.get_state_history(self.rt.config(thread_id), limit=limit)
-            return [shapes.state(thread_id, snap) for snap in history]
+            history = lineage(graph.get_state_history(self.rt.config(thread_id)))
+            return [shapes.state(thread_id, snap) for snap in history[:limit]]
 
         return JSONResponse(await run_in_threadpool(read))
 
@@ -284,9 +285,9 @@ class Api:
             raise ApiError(
                 422, f"Waystone does not support {', '.join(given)} on a run yet; leave it out"
             )
-        strategy = body.get("multitask_strategy") or "reject"
-        if strategy != "reject":
-            raise ApiError(422, f"multitask_strategy {strategy!r} is not supported yet")
+        strategy = body.get("multitask_strategy") or "enqueue"  # the reference's default
+        if strategy not in STRATEGIES:
+            raise ApiError(422, f"multitask_strategy must be one of {', '.join(STRATEGIES)}")
         if "assistant_id" not in body:
             raise ApiError(400, "a run needs an assistant_id (a graph's name or its id)")
         graph_id = self._graph_id(str(body["assistant_id"]))
@@ -300,7 +301,9 @@ class Api:
                 self.rt.create_thread(thread_id, if_exists="do_nothing")
             if command is not None:
                 return self._resume(thread_id, command)
-            return self.rt.start(graph_id, body.get("input"), thread_id=thread_id)
+            return self.rt.start_on_thread(
+                graph_id, body.get("input"), thread_id=thread_id, multitask_strategy=strategy
+            )
 
         status = await run_in_threadpool(create)
         return status, shapes.assistant_id(graph_id)
@@ -389,7 +392,12 @@ class Api:
         def runs() -> list[dict[str, Any]]:
             history = self.rt.history(thread_id)
             assistant = shapes.assistant_id(self.rt.thread(thread_id).agent or "")
-            listed = [shapes.past_run(thread_id, r, assistant) for r in history["runs"]]
+            listed = [
+                shapes.past_run(thread_id, r, assistant)
+                for r in history["runs"]
+                if r.get("stopped_as") != "rollback"  # the reference deletes them
+            ]
+            listed += [shapes.run(q, assistant) for q in self.rt.pending_runs(thread_id)]
             listed.reverse()  # the latest first, as the reference lists them
             return listed[offset : offset + limit]
 
@@ -402,8 +410,11 @@ class Api:
         assistant = shapes.assistant_id(status.agent)
         if status.run_id == run_id:
             return status, shapes.run(status, assistant)
+        for queued in self.rt.pending_runs(thread_id):
+            if queued.run_id == run_id:
+                return queued, shapes.run(queued, assistant)
         for past in self.rt.history(thread_id)["runs"]:
-            if past["run_id"] == run_id:
+            if past["run_id"] == run_id and past.get("stopped_as") != "rollback":
                 return None, shapes.past_run(thread_id, past, assistant)
         raise ApiError(404, f"thread {thread_id!r} has no run {run_id!r}")
 
@@ -428,6 +439,8 @@ class Api:
             status, _ = self._run(p["thread_id"], p["run_id"])
             if status is None or status.state in shapes.SETTLED:
                 raise ApiError(409, f"run {p['run_id']} has ended; nothing to cancel")
+            if self.rt.status(p["thread_id"]).run_id != p["run_id"]:
+                raise ApiError(422, "cancelling a queued run is not supported yet")
             self.rt.cancel(p["thread_id"], by="api", reason="cancelled through the API")
 
         await run_in_threadpool(cancel)

@@ -66,6 +66,8 @@ def run(status: RunStatus, assistant: str) -> dict[str, Any]:
 def past_run(thread_id: str, past: dict[str, Any], assistant: str) -> dict[str, Any]:
     """A run of the thread's history (``Runtime.history``'s ``runs``)."""
     shown = _run(past["run_id"], thread_id, assistant, past["state"], past["created_at"])
+    if past.get("stopped_as") in ("interrupt", "supersede"):  # a later run stopped it
+        shown["status"] = "interrupted"
     return {**shown, "updated_at": past["ended_at"] or past["created_at"]}
 
 
