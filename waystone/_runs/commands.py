@@ -93,6 +93,8 @@ class Commands:
         run or began after stopping it; begun as :meth:`start` begins one otherwise."""
         by = self._parts.who(by)
         thread_id, goal, clean = self.new(agent, input, None, thread_id, None)
+        if self._catalog.entry(agent).one_run:  # the preset's: one run per thread, ever
+            return self.start(agent, input, None, thread_id, None)
         number = Multitask(self._parts).add(thread_id, agent, goal, clean, strategy, by)
         if number is None:
             return self.start(agent, input, None, thread_id, None)
