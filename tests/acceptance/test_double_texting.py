@@ -8,6 +8,7 @@ and goes on from the state before it; a run waiting on an interrupt is supersede
 from __future__ import annotations
 
 import json
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -200,6 +201,40 @@ def test_an_enqueued_run_survives_a_restart_and_starts_once_with_two_workers(
     assert [(r["run"], r["state"]) for r in shown["runs"]] == [(1, "done"), (2, "done")]
     claims = [e for e in shown["events"] if e["run"] == 2 and e.get("to_state") == "running"]
     assert len(claims) == 1  # started once, by one of the two workers
+    assert sql.execute("SELECT count(*) FROM waystone.pending_runs").fetchone() == (0,)
+
+
+def test_a_worker_killed_as_its_run_ends_loses_no_queued_run(
+    env: dict[str, str],
+    workers: Workers,
+    gates: Path,
+    cli: Cli,
+    sql: psycopg.Connection[Any],
+) -> None:
+    """A worker killed after its run's last step (``run:after-checkpoint``), before the
+    run's end is recorded: another worker takes the run over once its lease lapses, ends
+    it, and the queued run begins with that end, once."""
+    doomed = workers.spawn(
+        "--lease-seconds", "2", env={**env, "WAYSTONE_CRASH_AT": "run:after-checkpoint"}
+    )
+    with (
+        api_server({**env, "WAYSTONE_API_TOKEN": TOKEN}) as url,
+        get_sync_client(url=url, api_key=TOKEN) as lg,
+    ):
+        thread_id = lg.threads.create()["thread_id"]
+        held_at_gate(lg, thread_id, "a")
+        queued = lg.runs.create(thread_id, "gated", input=say("b"), multitask_strategy="enqueue")
+        (gates / "a").touch()
+        assert doomed.wait(timeout=60) == -signal.SIGKILL
+        assert lg.runs.get(thread_id, queued["run_id"])["status"] == "pending"
+        (gates / "b").touch()
+        workers.spawn(env=env)
+        done = lg.runs.join(thread_id, queued["run_id"])
+        assert texts(done) == ["a", "noted a", "done a", "b", "noted b", "done b"]
+        assert [r["status"] for r in lg.runs.list(thread_id)] == ["success", "success"]
+    shown = history(cli, env, thread_id)
+    claims = [e for e in shown["events"] if e["run"] == 2 and e.get("to_state") == "running"]
+    assert len(claims) == 1
     assert sql.execute("SELECT count(*) FROM waystone.pending_runs").fetchone() == (0,)
 
 

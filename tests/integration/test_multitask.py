@@ -103,3 +103,24 @@ def test_a_rollback_of_a_threads_first_run_starts_from_nothing(rt: Runtime, gate
     every = rt.graph("gated").get_state_history(rt.config(thread_id))
     said = {m["content"] for s in every for m in jsonable(s.values).get("messages", [])}
     assert {"a", "noted a"} <= said  # the rolled-back run's checkpoints are kept
+
+
+def test_the_queued_run_begins_in_the_commit_that_ends_the_run_before_it(
+    rt: Runtime, database_url: str, sql: psycopg.Connection[Any]
+) -> None:
+    thread_id = rt.create_thread().thread_id
+    rt.start_on_thread("gated", say("a"), thread_id=thread_id)
+    rt.start_on_thread("gated", say("b"), thread_id=thread_id, multitask_strategy="enqueue")
+    end = "UPDATE waystone.runs SET state = 'failed', reason = 'ended' WHERE thread_id = %s"
+    with psycopg.connect(database_url) as conn:
+        conn.execute(end, (thread_id,))
+        conn.rollback()  # a crash before the commit: neither happened
+    assert (rt.status(thread_id).run_number, rt.status(thread_id).state) == (1, "queued")
+    assert [p.run_number for p in rt.pending_runs(thread_id)] == [2]
+    with psycopg.connect(database_url) as conn:
+        conn.execute(end, (thread_id,))
+        conn.commit()  # both happened
+    assert (rt.status(thread_id).run_number, rt.status(thread_id).state) == (2, "queued")
+    assert rt.pending_runs(thread_id) == []
+    assert runs(rt, thread_id) == [(1, "failed", None), (2, "queued", None)]
+    assert sql.execute("SELECT count(*) FROM waystone.pending_runs").fetchone() == (0,)
