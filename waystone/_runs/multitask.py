@@ -17,31 +17,23 @@ pending interrupt is dropped with it.
 
 from __future__ import annotations
 
-import json
-import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from psycopg.types.json import Jsonb
 
-from waystone._checkpointing.database import FENCE_SQL
-from waystone._runs.driver import RUN_KEY
+from waystone._runs import rollback
 from waystone._runs.registry import run_id_of
 from waystone._runs.signals import RESUME
 from waystone._status import RunStatus
-from waystone.errors import BadInput, TransitionNotAllowed
+from waystone.errors import BadInput, TransitionNotAllowed, UnknownThread
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
-
-    from langgraph.types import StateSnapshot
-
     from waystone._checkpointing.database import Conn
     from waystone._parts import Parts
 
 STRATEGIES = ("reject", "enqueue", "interrupt", "rollback")
-RESTORED = "waystone_restored"  # the metadata key of a checkpoint a rollback wrote
 ENDED = ("done", "failed")
 ACTIVE = ("queued", "running", "waiting", "needs-human")
 REFUSED = (
@@ -68,36 +60,6 @@ def stopped_as(evidence: dict[str, Any]) -> str | None:
     ``supersede``), from its evidence; ``None`` when none did."""
     how = evidence.get("multitask")
     return how if isinstance(how, str) else None
-
-
-def checkpoint_after(newest: str | None) -> str:
-    """A checkpoint id that sorts after ``newest`` (LangGraph's newest is the greatest):
-    a time-ordered one, or ``newest`` plus one when this clock is behind its writer's."""
-    from langgraph.checkpoint.base.id import uuid6
-
-    made = str(uuid6())
-    if newest is None or made > newest:
-        return made
-    return str(uuid.UUID(int=uuid.UUID(newest).int + 1))
-
-
-def lineage(history: Iterable[StateSnapshot]) -> list[StateSnapshot]:
-    """The thread's history (newest first) as the newest checkpoint's ancestors: without
-    the checkpoints a rollback left behind (kept, as evidence, on a branch of their own),
-    nor the one it wrote to restore an earlier state (the reference writes none)."""
-    kept: list[StateSnapshot] = []
-    expected: str | None = None
-    for snap in history:
-        checkpoint_id = snap.config["configurable"]["checkpoint_id"]
-        if expected is not None and checkpoint_id != expected:
-            continue
-        if RESTORED not in (snap.metadata or {}):
-            kept.append(snap)
-        parent = snap.parent_config
-        expected = parent["configurable"]["checkpoint_id"] if parent else None
-        if expected is None:
-            break
-    return kept
 
 
 @dataclass(frozen=True)
@@ -145,6 +107,9 @@ class Multitask:
         """Queue a run (its input already checked and redacted) behind the thread's run
         and do what ``strategy`` says; its number in the thread, ``None`` when the thread's
         run has ended (begin it the usual way). :class:`TransitionNotAllowed` on refusal."""
+        # read before the run is locked: the lock is held on one pooled connection, and the
+        # saver reads on another (later checkpoints of the run change nothing: all its own)
+        point = self._rollback_point(thread_id) if strategy == "rollback" else None
         with self._parts.db.transaction() as conn:
             rows = self._parts.db.execute("lock_thread_run", conn=conn, thread_id=thread_id)
             if not rows:  # a thread made before its first run
@@ -159,9 +124,23 @@ class Multitask:
                 raise TransitionNotAllowed(REFUSED)
             number = int(row["run_number"] + row["pending"] + 1)
             self._insert(conn, thread_id, number, agent, goal, input, strategy, by)
+            if action == "rollback" and (point is None or point[0] != row["run_number"]):
+                raise TransitionNotAllowed(
+                    f"thread {thread_id!r}'s run changed during the rollback; ask again"
+                )
             if action != "enqueue":
                 self._stop_until(conn, thread_id, row["run_number"], number, action, by)
+            if action == "rollback" and point is not None:
+                rollback.restore(self._parts.db, conn, thread_id, point[1])
             return number
+
+    def _rollback_point(self, thread_id: str) -> tuple[int, str | None] | None:
+        """The thread's current run's number and the checkpoint from before it."""
+        try:
+            number = self._parts.registry.get(thread_id).run_number or 1
+        except UnknownThread:
+            return None
+        return number, rollback.before(self._parts.saver, thread_id, run_id_of(thread_id, number))
 
     def _insert(
         self,
@@ -192,9 +171,7 @@ class Multitask:
         self, conn: Conn, thread_id: str, current: int, number: int, action: str, by: str
     ) -> None:
         """Stop the current run, then each run queued before run ``number``, as a cancel
-        does (each stopped one begins the next), until run ``number`` is the current one;
-        for a rollback, the thread's state goes back to what it was before them."""
-        before = self._before(thread_id, run_id_of(thread_id, current))
+        does (each stopped one begins the next), until run ``number`` is the current one."""
         new_id = run_id_of(thread_id, number)
         registry = self._parts.registry
         for stopping in range(current, number):
@@ -210,43 +187,5 @@ class Multitask:
                 conn=conn,
             )
             begun = self._parts.db.execute("begin_pending", conn=conn, thread_id=thread_id)
-            assert begun[0]["begun"], f"run {stopping + 1} of {thread_id} did not begin"
-        if action == "rollback":
-            self._restore(conn, thread_id, before)
-
-    def _before(self, thread_id: str, run_id: str) -> str | None:
-        """The checkpoint the thread had before run ``run_id`` wrote any (its newest when
-        the run wrote none), ``None`` when there was none: the state a rollback restores."""
-        config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
-        found = list(self._parts.saver.list(config))  # type: ignore[arg-type]
-        by_id = {t.config["configurable"]["checkpoint_id"]: t for t in found}
-        at = found[0] if found else None
-        while at is not None and (at.metadata or {}).get(RUN_KEY) == run_id:
-            parent = at.parent_config
-            at = by_id.get(parent["configurable"]["checkpoint_id"]) if parent else None
-        return at.config["configurable"]["checkpoint_id"] if at is not None else None
-
-    def _restore(self, conn: Conn, thread_id: str, at: str | None) -> None:
-        """A new newest checkpoint holding the state at ``at`` (an empty state for
-        ``None``), written under the lease token of the run just begun. The rolled-back
-        runs' checkpoints stay (history is evidence), off the new newest one's lineage."""
-        from langgraph.checkpoint.base import empty_checkpoint
-
-        db = self._parts.db
-        token = db.execute("lock_thread_run", conn=conn, thread_id=thread_id)[0]["lease_token"]
-        conn.execute(FENCE_SQL, (str(token),))
-        newest = db.execute("newest_checkpoint_id", conn=conn, thread_id=thread_id)[0]["newest"]
-        new_id = checkpoint_after(newest)
-        if at is not None:
-            db.execute("copy_checkpoint_as_latest", conn=conn, thread_id=thread_id, at=at,
-                       new_id=new_id)  # fmt: skip
-            return
-        empty = {**empty_checkpoint(), "id": new_id}
-        db.execute(
-            "insert_empty_checkpoint",
-            conn=conn,
-            thread_id=thread_id,
-            new_id=new_id,
-            checkpoint=Jsonb(json.loads(json.dumps(empty, default=str))),
-            metadata=Jsonb({"source": "update", "step": -1, "parents": {}, RESTORED: None}),
-        )
+            if not begun[0]["begun"]:  # the lock held since the plan forbids it
+                raise RuntimeError(f"run {stopping + 1} of {thread_id} did not begin")
