@@ -124,3 +124,23 @@ def test_the_queued_run_begins_in_the_commit_that_ends_the_run_before_it(
     assert rt.pending_runs(thread_id) == []
     assert runs(rt, thread_id) == [(1, "failed", None), (2, "queued", None)]
     assert sql.execute("SELECT count(*) FROM waystone.pending_runs").fetchone() == (0,)
+
+
+def test_a_queued_runs_input_is_sealed_at_rest_and_opened_when_it_runs(
+    database_url: str, gates: Path, monkeypatch: pytest.MonkeyPatch, sql: psycopg.Connection[Any]
+) -> None:
+    monkeypatch.setenv("WAYSTONE_ENCRYPTION_KEY", "3c" * 32)
+    with Runtime(Settings(database_url=database_url), graphs={"gated": gated_graph}) as rt:
+        thread_id = rt.create_thread().thread_id
+        rt.start_on_thread("gated", say("a"), thread_id=thread_id)
+        rt.start_on_thread("gated", say("the secret plan"), thread_id=thread_id)
+        stored = sql.execute("SELECT input::text, goal FROM waystone.pending_runs").fetchone()
+        assert stored is not None and "secret" not in stored[0] + stored[1]
+        rt.cancel(thread_id, by="tester", reason="the next one, please")
+        (gates / "the secret plan").touch()
+        assert rt.run(thread_id).state == "done"
+        assert texts(rt, thread_id)[-3:] == [
+            "the secret plan",
+            "noted the secret plan",
+            "done the secret plan",
+        ]

@@ -162,7 +162,7 @@ class Multitask:
             number=number,
             agent=agent,
             goal=redact(goal),
-            input=Jsonb(input),
+            input=Jsonb(redact(input)),  # sealed at rest, as a run's (its tokens stay)
             evidence=redact(evidence),
             actor=by,
         )
