@@ -6,7 +6,8 @@ on the same graph; prints what each answered and every difference.
 
 The script drives a chat graph that hands a question to a person (``interrupt()``)
 through the official client: a thread, a message, a question and its interrupt, the
-answer by ``command``, another message, the state, the history and the runs. What is
+answer by ``command``, another message, the state, the history and the runs; then a run
+made while another is held at a gate (a file), with each ``multitask_strategy``. What is
 compared is what a client can rely on: the keys of each answer, the statuses, the
 messages (type and content), the interrupts' values and the shape of the history; ids
 and times differ by nature. Waystone runs on an embedded Postgres with one worker.
@@ -25,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 from langgraph_sdk import get_sync_client
 
 from waystone._checkpointing import embedded
@@ -32,6 +34,9 @@ from waystone._checkpointing import embedded
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "api-diff"
 GRAPH = """
+import os
+import time
+
 from langchain_core.messages import AIMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import interrupt
@@ -50,6 +55,28 @@ builder.add_node("assist", assist)
 builder.add_edge(START, "assist")
 builder.add_edge("assist", END)
 graph = builder.compile()
+
+
+def note(state: MessagesState) -> dict:
+    return {"messages": [AIMessage(f"noted {state['messages'][-1].content}")]}
+
+
+def work(state: MessagesState) -> dict:  # waits until its gate (a file) is opened
+    asked = [m.content for m in state["messages"] if m.type == "human"][-1]
+    gate = os.path.join(os.environ["API_DIFF_GATES"], asked)
+    deadline = time.monotonic() + 60
+    while not os.path.exists(gate) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return {"messages": [AIMessage(f"done {asked}")]}
+
+
+gated_builder = StateGraph(MessagesState)
+gated_builder.add_node("note", note)
+gated_builder.add_node("work", work)
+gated_builder.add_edge(START, "note")
+gated_builder.add_edge("note", "work")
+gated_builder.add_edge("work", END)
+gated = gated_builder.compile()
 """
 
 
@@ -70,7 +97,67 @@ def _messages(values: dict[str, Any]) -> list[tuple[str, str]]:
     return [(m["type"], m["content"]) for m in values.get("messages", [])]
 
 
-def script(url: str, api_key: str | None) -> list[tuple[str, Any]]:
+def _texts(values: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in values.get("messages", [])]
+
+
+def _status(lg: Any, thread_id: str, run: dict[str, Any]) -> Any:
+    try:
+        return lg.runs.get(thread_id, run["run_id"])["status"]
+    except httpx.HTTPStatusError as exc:
+        return exc.response.status_code
+
+
+def _until(check: Any, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise RuntimeError("timed out")
+        time.sleep(0.05)
+
+
+def double_texting(lg: Any, gates: Path) -> list[tuple[str, Any]]:
+    """A run made while another is held at its gate, with each multitask_strategy."""
+    seen: list[tuple[str, Any]] = []
+    for strategy in ("reject", "enqueue", "interrupt", "rollback"):
+        seen += _double_text(lg, gates, strategy)
+    return seen
+
+
+def _double_text(lg: Any, gates: Path, strategy: str) -> list[tuple[str, Any]]:
+    seen: list[tuple[str, Any]] = []
+    t = lg.threads.create()["thread_id"]
+    (gates / f"{strategy}-p").touch()
+    lg.runs.wait(t, "gated", input=_say(f"{strategy}-p"))
+    made = [lg.runs.create(t, "gated", input=_say(f"{strategy}-a"))]
+    _until(lambda: f"noted {strategy}-a" in _texts(lg.threads.get_state(t)["values"]))
+    try:
+        second = _say(f"{strategy}-b")
+        made.append(lg.runs.create(t, "gated", input=second, multitask_strategy=strategy))
+        seen.append((f"{strategy}: second run", made[-1]["status"]))
+    except httpx.HTTPStatusError as exc:
+        seen.append((f"{strategy}: second run", exc.response.status_code))
+    if strategy == "enqueue":
+        made.append(lg.runs.create(t, "gated", input=_say(f"{strategy}-c")))
+    seen.append((f"{strategy}: first run, then", _status(lg, t, made[0])))
+    seen.append((f"{strategy}: thread, then", lg.threads.get(t)["status"]))
+    for gate in "cba":
+        (gates / f"{strategy}-{gate}").touch()
+    lg.runs.join(t, made[-1]["run_id"])
+    _until(lambda: lg.threads.get(t)["status"] == "idle")
+    seen.append((f"{strategy}: runs", [_status(lg, t, r) for r in made]))
+    seen.append((f"{strategy}: runs listed", [r["status"] for r in lg.runs.list(t)]))
+    seen.append((f"{strategy}: state", _texts(lg.threads.get_state(t)["values"])))
+    history = lg.threads.get_history(t, limit=100)
+    seen.append((f"{strategy}: history", [len(_texts(h["values"])) for h in history]))
+    return seen
+
+
+def _say(text: str) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+def script(url: str, api_key: str | None, gates: Path) -> list[tuple[str, Any]]:
     """The calls, and what a client can rely on in each answer."""
     seen: list[tuple[str, Any]] = []
     with get_sync_client(url=url, api_key=api_key) as lg:
@@ -127,6 +214,7 @@ def script(url: str, api_key: str | None) -> list[tuple[str, Any]]:
                 (p.data[0]["type"], p.data[0]["content"]) for p in parts if p.event == "messages"
             ]
             seen.append((f"{what}: messages", said))
+        seen += double_texting(lg, gates)
     return seen
 
 
@@ -152,7 +240,12 @@ def main() -> int:
         (project / "agent.py").write_text(GRAPH)
         config = project / "langgraph.json"
         config.write_text(
-            json.dumps({"dependencies": ["."], "graphs": {"assist": "./agent.py:graph"}})
+            json.dumps(
+                {
+                    "dependencies": ["."],
+                    "graphs": {"assist": "./agent.py:graph", "gated": "./agent.py:gated"},
+                }
+            )
         )
         procs: list[subprocess.Popen[str]] = []
         db_url = embedded.ensure_server(project / "home")
@@ -170,6 +263,7 @@ def main() -> int:
                     str(config),
                 ],
                 cwd=project,
+                env={**os.environ, "API_DIFF_GATES": str(project / "gates-ref")},
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 text=True,
@@ -182,6 +276,7 @@ def main() -> int:
                 "WAYSTONE_LANGGRAPH_JSON": str(config),
                 "WAYSTONE_API_TOKEN": TOKEN,
                 "PYTHONPATH": str(ROOT),
+                "API_DIFF_GATES": str(project / "gates-ours"),
             }
             procs.append(
                 subprocess.Popen(
@@ -203,7 +298,10 @@ def main() -> int:
             assert ours.stdout is not None
             our_url = json.loads(ours.stdout.readline())["url"]
             _wait_for(ref_url, ref)
-            theirs, mine = script(ref_url, None), script(our_url, TOKEN)
+            for side in ("ref", "ours"):
+                (project / f"gates-{side}").mkdir()
+            theirs = script(ref_url, None, project / "gates-ref")
+            mine = script(our_url, TOKEN, project / "gates-ours")
         finally:
             for proc in procs:
                 proc.terminate()

@@ -23,12 +23,14 @@ from waystone._runs import options as run_options
 from waystone._runs.commands import Commands
 from waystone._runs.crons import Crons
 from waystone._runs.drives import Drives
+from waystone._runs.multitask import Multitask, pending_status
 from waystone._runs.options import RunOptions
 from waystone._runs.registry import Run
 from waystone._runs.thread_edits import ThreadEdits
 from waystone._runs.threads import Thread, Threads
 from waystone._runs.views import Views
 from waystone._status import RunStatus as RunStatus
+from waystone._status import past_status
 from waystone.catalog import Catalog
 from waystone.config import Settings
 from waystone.errors import TransitionNotAllowed
@@ -139,6 +141,46 @@ class Runtime:
         applied by whichever process drives it."""
         started = self._commands.start(agent, input, goal, thread_id, key, options)
         return self.status(started) if isinstance(started, str) else started
+
+    def start_on_thread(
+        self,
+        agent: str,
+        input: Any,
+        *,
+        thread_id: str,
+        multitask_strategy: str = "enqueue",
+        by: str = "api",
+        options: RunOptions | None = None,
+    ) -> RunStatus:
+        """A new run on ``thread_id``, whose run may not have ended: ``reject`` refuses it
+        then (:class:`TransitionNotAllowed`), ``enqueue`` queues it behind that run,
+        ``interrupt`` and ``rollback`` stop that run (and those queued) as a cancel does
+        and begin it, from the thread's latest state or the state before the stopped run
+        (see :mod:`waystone._runs.multitask`). A queued run shows as ``queued``.
+        ``options`` as for :meth:`start`."""
+        made = self._commands.start_behind(agent, input, thread_id, multitask_strategy, by, options)
+        if isinstance(made, RunStatus):
+            return made
+        if isinstance(made, str):
+            return self.status(made)
+        return self.run_status(thread_id, made) or self.status(thread_id)
+
+    def pending_runs(self, thread_id: str) -> builtins.list[RunStatus]:
+        """The runs queued behind the thread's run, in the order they will run."""
+        return [pending_status(p) for p in Multitask(self._parts).pending(thread_id)]
+
+    def run_status(self, thread_id: str, number: int) -> RunStatus | None:
+        """The thread's run ``number``: current, queued or ended before the current one."""
+        current = self.status(thread_id)
+        if current.run_number == number:
+            return current
+        for queued in self.pending_runs(thread_id):
+            if queued.run_number == number:
+                return queued
+        for past in self._parts.registry.past_runs(thread_id):
+            if past.number == number:
+                return past_status(past)
+        return None
 
     def invoke(
         self,

@@ -119,7 +119,7 @@ def test_refusals_change_nothing(
         lg.runs.create(thread_id, "assist", input=None)
     assert no_input.value.response.status_code == 400
     with pytest.raises(httpx.HTTPStatusError) as strategy:
-        lg.runs.create(thread_id, "assist", input={}, multitask_strategy="enqueue")
+        lg.runs.create(thread_id, "assist", input={}, multitask_strategy="later")  # type: ignore[arg-type]
     assert strategy.value.response.status_code == 422
     with pytest.raises(httpx.HTTPStatusError) as nothing_to_resume:
         lg.runs.create(thread_id, "assist", command={"resume": "yes"})

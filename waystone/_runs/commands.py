@@ -12,6 +12,7 @@ from waystone._checkpointing.database import FENCE_SQL
 from waystone._hints import command
 from waystone._identifiers import check_identifier
 from waystone._runs import options as run_options
+from waystone._runs.multitask import Multitask
 from waystone._runs.registry import PastRun, Run
 from waystone._runs.signals import APPROVAL, RESUME
 from waystone._status import past_status, status_of
@@ -98,6 +99,31 @@ class Commands:
         if created:  # nothing has run yet: no step, no approval, no signal to read
             return status_of(run, None, None)
         return run.thread_id
+
+    def start_behind(
+        self,
+        agent: str,
+        input: Any,
+        thread_id: str,
+        strategy: str,
+        by: str,
+        options: RunOptions | None = None,
+    ) -> RunStatus | str | int:
+        """A new run on a thread whose run may not have ended, as ``strategy`` says (see
+        :mod:`waystone._runs.multitask`): its number when it is queued behind the thread's
+        run or began after stopping it; begun as :meth:`start` begins one otherwise."""
+        by = self._parts.who(by)
+        thread_id, goal, clean = self.new(agent, input, None, thread_id, None)
+        entry = self._catalog.entry(agent)
+        if entry.one_run:  # the preset's: one run per thread, ever
+            return self.start(agent, input, None, thread_id, None, options)
+        if options is not None:
+            options.check(set(entry.graph.nodes))
+        multitask = Multitask(self._parts)
+        number = multitask.add(thread_id, agent, goal, clean, strategy, by, options)
+        if number is None:
+            return self.start(agent, input, None, thread_id, None, options)
+        return number
 
     def create_claimed(
         self,

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from waystone._checkpointing.position import next_nodes
 from waystone._runs import driver
+from waystone._runs.multitask import stopped_as
 from waystone._runs.registry import Run, run_id_of
 from waystone._runs.signals import APPROVAL
 from waystone._status import RunStatus, status_of
@@ -124,6 +125,7 @@ class Views:
                 "input": p.input,
                 "created_at": p.created_at.isoformat(),
                 "ended_at": p.ended_at.isoformat(),
+                "stopped_as": stopped_as(p.evidence),
             }
             for p in past
         ]
@@ -136,6 +138,7 @@ class Views:
                 "input": run.input,
                 "created_at": run.created_at.isoformat(),
                 "ended_at": run.updated_at.isoformat() if run.state in ("done", "failed") else None,
+                "stopped_as": stopped_as(run.evidence),
             }
         )
         effects = [

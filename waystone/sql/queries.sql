@@ -742,3 +742,44 @@ SELECT metadata, options FROM waystone.run_options WHERE run_id = %(run_id)s;
 
 -- name: thread_run_metadata
 SELECT run_id, metadata FROM waystone.run_options WHERE thread_id = %(thread_id)s;
+
+-- name: lock_thread_run
+-- A thread's current run, locked (a worker's save waits, and its run cannot end, until
+-- this transaction ends), with its number and the number of its pending runs.
+SELECT r.thread_id, r.agent, r.state, r.waiting_for, r.lease_token, r.pruned_at,
+       1 + (SELECT count(*) FROM waystone.thread_runs t WHERE t.thread_id = r.thread_id)
+           AS run_number,
+       (SELECT count(*) FROM waystone.pending_runs p WHERE p.thread_id = r.thread_id)
+           AS pending
+FROM waystone.runs r WHERE r.thread_id = %(thread_id)s FOR UPDATE;
+
+-- name: insert_pending_run
+INSERT INTO waystone.pending_runs (thread_id, number, agent, goal, input, evidence, actor)
+VALUES (%(thread_id)s, %(number)s, %(agent)s, %(goal)s, %(input)s, %(evidence)s, %(actor)s);
+
+-- name: begin_pending
+SELECT waystone.begin_pending(%(thread_id)s) AS begun;
+
+-- name: pending_runs
+SELECT * FROM waystone.pending_runs WHERE thread_id = %(thread_id)s ORDER BY number;
+
+-- name: copy_checkpoint_as_latest
+-- The thread's state at checkpoint %(at)s again, as its newest checkpoint (a rollback:
+-- the next run starts from there), marked waystone_restored; its blobs are the same
+-- versions, already stored.
+INSERT INTO public.checkpoints
+    (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata)
+SELECT thread_id, checkpoint_ns, %(new_id)s, checkpoint_id, type,
+       jsonb_set(checkpoint, '{id}', to_jsonb(%(new_id)s::text)),
+       metadata || jsonb_build_object('waystone_restored', checkpoint_id)
+FROM public.checkpoints
+WHERE thread_id = %(thread_id)s AND checkpoint_ns = '' AND checkpoint_id = %(at)s;
+
+-- name: insert_empty_checkpoint
+INSERT INTO public.checkpoints
+    (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata)
+VALUES (%(thread_id)s, '', %(new_id)s, NULL, NULL, %(checkpoint)s, %(metadata)s);
+
+-- name: newest_checkpoint_id
+SELECT max(checkpoint_id) AS newest FROM public.checkpoints
+WHERE thread_id = %(thread_id)s AND checkpoint_ns = '';

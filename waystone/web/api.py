@@ -22,6 +22,8 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from waystone._runs import breakpoints
+from waystone._runs.multitask import STRATEGIES
+from waystone._runs.rollback import lineage
 from waystone._runs.signals import RESUME
 from waystone._runs.threads import SEARCH_LIMIT
 from waystone.errors import BadInput, TransitionNotAllowed, UnknownThread, WaystoneError
@@ -280,8 +282,8 @@ class Api:
             if found.agent is None or found.agent not in self.rt.names():
                 return []
             graph = self.rt.graph(found.agent)
-            history = graph.get_state_history(self.rt.config(thread_id), limit=limit)
-            return [shapes.state(thread_id, snap) for snap in history]
+            history = lineage(graph.get_state_history(self.rt.config(thread_id)))
+            return [shapes.state(thread_id, snap) for snap in history[:limit]]
 
         return JSONResponse(await run_in_threadpool(read))
 
@@ -316,9 +318,9 @@ class Api:
             raise ApiError(
                 422, f"Waystone does not support {', '.join(given)} on a run yet; leave it out"
             )
-        strategy = body.get("multitask_strategy") or "reject"
-        if strategy != "reject":
-            raise ApiError(422, f"multitask_strategy {strategy!r} is not supported yet")
+        strategy = body.get("multitask_strategy") or "enqueue"  # the reference's default
+        if strategy not in STRATEGIES:
+            raise ApiError(422, f"multitask_strategy must be one of {', '.join(STRATEGIES)}")
         if "assistant_id" not in body:
             raise ApiError(400, "a run needs an assistant_id (a graph's name or its id)")
         graph_id = self._graph_id(str(body["assistant_id"]))
@@ -335,7 +337,13 @@ class Api:
                 return self._resume(thread_id, command)
             if body.get("input") is None and self._at_breakpoint(thread_id):
                 return self._resume(thread_id, {"resume": None})  # go on, as the reference
-            return self.rt.start(graph_id, body.get("input"), thread_id=thread_id, options=options)
+            return self.rt.start_on_thread(
+                graph_id,
+                body.get("input"),
+                thread_id=thread_id,
+                multitask_strategy=strategy,
+                options=options,
+            )
 
         status = await run_in_threadpool(create)
         return status, shapes.assistant_id(graph_id)
@@ -454,6 +462,11 @@ class Api:
             listed = [
                 shapes.past_run(thread_id, r, assistant, metadata.get(r["run_id"]))
                 for r in history["runs"]
+                if r.get("stopped_as") != "rollback"  # the reference deletes them
+            ]
+            listed += [
+                shapes.run(q, assistant, metadata.get(q.run_id or ""))
+                for q in self.rt.pending_runs(thread_id)
             ]
             listed.reverse()  # the latest first, as the reference lists them
             return listed[offset : offset + limit]
@@ -468,8 +481,11 @@ class Api:
         metadata = self.rt.run_metadata(thread_id).get(run_id)
         if status.run_id == run_id:
             return status, shapes.run(status, assistant, metadata)
+        for queued in self.rt.pending_runs(thread_id):
+            if queued.run_id == run_id:
+                return queued, shapes.run(queued, assistant, metadata)
         for past in self.rt.history(thread_id)["runs"]:
-            if past["run_id"] == run_id:
+            if past["run_id"] == run_id and past.get("stopped_as") != "rollback":
                 return None, shapes.past_run(thread_id, past, assistant, metadata)
         raise ApiError(404, f"thread {thread_id!r} has no run {run_id!r}")
 
@@ -494,6 +510,8 @@ class Api:
             status, _ = self._run(p["thread_id"], p["run_id"])
             if status is None or status.state in shapes.SETTLED:
                 raise ApiError(409, f"run {p['run_id']} has ended; nothing to cancel")
+            if self.rt.status(p["thread_id"]).run_id != p["run_id"]:
+                raise ApiError(422, "cancelling a queued run is not supported yet")
             self.rt.cancel(p["thread_id"], by="api", reason="cancelled through the API")
 
         await run_in_threadpool(cancel)

@@ -20,10 +20,15 @@ if TYPE_CHECKING:
 POLL_S = 0.05
 
 
-def settled(status: RunStatus, run_id: str | None, answered: set[str]) -> bool:
-    """Whether run ``run_id`` has waited or ended, as ``status`` (its thread's current run)
-    shows it; ``answered``: the interrupts a resume answered, still pending until the run
+def settled(
+    status: RunStatus, run_id: str | None, answered: set[str], number: int | None = None
+) -> bool:
+    """Whether run ``run_id`` (number ``number`` of its thread) has waited or ended, as
+    ``status`` (its thread's current run) shows it: a run queued behind the current one
+    has not; ``answered``: the interrupts a resume answered, still pending until the run
     goes on."""
+    if number is not None and status.run_number is not None and status.run_number < number:
+        return False
     if status.run_id != run_id or status.state in shapes.SETTLED:
         return True
     return status.state == "waiting" and not answered & {i["id"] for i in status.interrupts}
@@ -34,7 +39,7 @@ async def until_settled(rt: Runtime, started: RunStatus) -> RunStatus:
     answered = {i["id"] for i in started.interrupts}
     while True:
         status = await run_in_threadpool(rt.status, started.thread_id)
-        if settled(status, started.run_id, answered):
+        if settled(status, started.run_id, answered, started.run_number):
             return status
         await asyncio.sleep(POLL_S)
 
@@ -57,7 +62,7 @@ async def events(
     seen: tuple[Any, ...] | None = None
     while True:
         status = await run_in_threadpool(rt.status, thread_id)
-        done = settled(status, run_id, answered)
+        done = settled(status, run_id, answered, started.run_number)
         mark = (await run_in_threadpool(_newest_checkpoint, rt, thread_id), done)
         if mark != seen:  # a new checkpoint, or the run settled: make the events again
             seen = mark

@@ -72,6 +72,8 @@ def past_run(
 ) -> dict[str, Any]:
     """A run of the thread's history (``Runtime.history``'s ``runs``)."""
     shown = _run(past["run_id"], thread_id, assistant, past["state"], past["created_at"])
+    if past.get("stopped_as") in ("interrupt", "supersede"):  # a later run stopped it
+        shown["status"] = "interrupted"
     updated = past["ended_at"] or past["created_at"]
     return {**shown, "updated_at": updated, "metadata": metadata or {}}
 
