@@ -155,3 +155,42 @@ def test_no_token_is_refused_and_changes_nothing(
             ]
             assert [status_of(c) for c in calls] == [401] * len(calls)
     assert counts() == before
+
+
+def test_another_owner_finds_nothing_of_a_cron(
+    clients: dict[str, SyncLangGraphClient], sql: psycopg.Connection[Any]
+) -> None:
+    """A cron is its maker's: another owner neither lists, reads, changes nor deletes it;
+    the operator sees it; the threads its ticks start are its maker's."""
+    alice, bob, operator = clients["alice"], clients["bob"], clients["operator"]
+    cron = alice.crons.create("assist", schedule="* * * * * */2", input=say("tick"))
+    cron_id = cron["cron_id"]
+    assert [c["cron_id"] for c in alice.crons.search()] == [cron_id]
+    assert bob.crons.search() == [] and bob.crons.count() == 0
+    assert cron_id in [c["cron_id"] for c in operator.crons.search()]
+    for call in (
+        lambda: bob.crons.update(cron_id, enabled=False),
+        lambda: bob.crons.delete(cron_id),
+        lambda: bob.http.get(f"/runs/crons/{cron_id}"),
+    ):
+        assert status_of(call) == 404
+    [(enabled,)] = sql.execute(
+        "SELECT enabled FROM waystone.crons WHERE cron_id = %s", (cron_id,)
+    ).fetchall()
+    assert enabled  # bob's refused change changed nothing
+
+    thread_id = None
+    for _ in range(600):  # a tick's thread, started by the worker within seconds
+        row = sql.execute(
+            "SELECT thread_id FROM waystone.cron_ticks WHERE cron_id = %s AND outcome = "
+            "'started' LIMIT 1",
+            (cron_id,),
+        ).fetchone()
+        if row is not None:
+            thread_id = row[0]
+            break
+        sql.execute("SELECT pg_sleep(0.05)")
+    assert thread_id is not None, "no tick started a run"
+    alice.crons.delete(cron_id)
+    assert alice.threads.get(thread_id)["thread_id"] == thread_id
+    assert status_of(lambda: bob.threads.get(thread_id)) == 404

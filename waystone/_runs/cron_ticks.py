@@ -72,6 +72,8 @@ class Tick:
         except TransitionNotAllowed as exc:
             self._record(conn, "skipped", f"the tick started no run: {exc}")
             return
+        if cron.owner is not None and cron.thread_id is None:
+            self._parts.db.execute("own_thread", conn, thread_id=self.thread_id, owner=cron.owner)
         self._record(conn, "started", reason)
         if self.plan.missed:
             registry.event(

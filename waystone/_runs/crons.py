@@ -33,6 +33,7 @@ class Cron:
     cron_id: str
     agent: str
     thread_id: str | None
+    owner: str | None  # the API token's owner that made it; None: the operator's
     schedule: str
     timezone: str | None
     input: Any
@@ -64,9 +65,11 @@ class Crons:
         end_time: datetime | None = None,
         enabled: bool = True,
         on_run_completed: str | None = None,
+        owner: str | None = None,
     ) -> Cron:
-        """A new cron of ``agent``; on ``thread_id`` (a thread that exists), or a new
-        thread each tick. Everything is checked before anything is written."""
+        """A new cron of ``agent``, ``owner``'s when given (its tick threads are that
+        owner's too); on ``thread_id`` (a thread that exists), or a new thread each tick.
+        Everything is checked before anything is written."""
         parts, db = self._parts, self._parts.db
         schedule.check(cron_schedule, timezone)
         clean = self._input(agent, input)
@@ -80,6 +83,7 @@ class Crons:
             cron_id=str(uuid.uuid4()),
             agent=agent,
             thread_id=thread_id,
+            owner=owner,
             schedule=cron_schedule,
             timezone=timezone,
             input=Jsonb(parts.protect(clean)),  # a graph's input may be any JSON value
@@ -96,9 +100,12 @@ class Crons:
         entry = self._catalog.entry(self._catalog.known(agent))
         return self._parts.vault.redact(entry.check_input(input))
 
-    def get(self, cron_id: str) -> Cron | None:
+    def get(self, cron_id: str, owner: str | None = None) -> Cron | None:
+        """The cron, if ``owner`` may see it (the operator, ``None``, sees every one)."""
         row = self._parts.db.fetch_one("get_cron", cron_id=cron_id)
-        return self._cron(row) if row is not None else None
+        if row is None or (owner is not None and row["owner"] != owner):
+            return None
+        return self._cron(row)
 
     def search(
         self,
@@ -109,11 +116,14 @@ class Crons:
         metadata: dict[str, Any] | None = None,
         sort_by: str = "created_at",
         descending: bool = True,
+        owner: str | None = None,
     ) -> list[Cron]:
-        """Crons matching every filter given (``metadata``: each key and value), sorted."""
+        """``owner``'s crons (all, for the operator) matching every filter given
+        (``metadata``: each key and value), sorted."""
         rows = self._parts.db.fetch_all(
             "list_crons",
             agent=agent,
+            owner=owner,
             thread_id=thread_id,
             enabled=enabled,
             sort_by=sort_by,
@@ -124,12 +134,15 @@ class Crons:
         found = [self._cron(r) for r in rows]
         return [c for c in found if all(c.metadata.get(k) == v for k, v in wanted.items())]
 
-    def update(self, cron_id: str, changes: dict[str, Any]) -> Cron | None:
+    def update(
+        self, cron_id: str, changes: dict[str, Any], owner: str | None = None
+    ) -> Cron | None:
         """The cron with ``changes`` made (``schedule``, ``timezone``, ``end_time``,
         ``enabled``, ``input``, ``metadata`` merged into its own, ``on_run_completed``);
-        ``None`` if there is no such cron. A new schedule or zone, or a cron enabled
-        again, waits for its next tick from now: a disabled cron's ticks are not missed."""
-        current = self.get(cron_id)
+        ``None`` if there is no such cron (for ``owner``). A new schedule or zone, or a cron
+        enabled again, waits for its next tick from now: a disabled cron's ticks are not
+        missed."""
+        current = self.get(cron_id, owner)
         if current is None:
             return None
         parts, db = self._parts, self._parts.db
@@ -148,8 +161,11 @@ class Crons:
         row = db.fetch_one("update_cron", **{k: new[k] for k in new if k not in _FIXED})
         return self._cron(row) if row is not None else None
 
-    def delete(self, cron_id: str) -> bool:
-        """Whether there was such a cron; its past ticks and their runs stay."""
+    def delete(self, cron_id: str, owner: str | None = None) -> bool:
+        """Whether there was such a cron (for ``owner``); its past ticks and their runs
+        stay."""
+        if self.get(cron_id, owner) is None:
+            return False
         return bool(self._parts.db.execute("delete_cron", cron_id=cron_id))
 
     def _cron(self, row: dict[str, Any]) -> Cron:
@@ -191,7 +207,7 @@ class Crons:
         return True
 
 
-_FIXED = ("agent", "thread_id", "created_at", "updated_at")
+_FIXED = ("agent", "thread_id", "owner", "created_at", "updated_at")
 
 
 def _object(value: Any, name: str) -> dict[str, Any]:

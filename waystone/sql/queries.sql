@@ -315,11 +315,17 @@ CROSS JOIN LATERAL (
 ) w;
 
 -- name: create_cron
-INSERT INTO waystone.crons (cron_id, agent, thread_id, schedule, timezone, input, metadata,
-                            on_run_completed, end_time, enabled, next_run_date)
-VALUES (%(cron_id)s, %(agent)s, %(thread_id)s, %(schedule)s, %(timezone)s, %(input)s,
-        %(metadata)s, %(on_run_completed)s, %(end_time)s, %(enabled)s, %(next_run_date)s)
+INSERT INTO waystone.crons (cron_id, agent, thread_id, owner, schedule, timezone, input,
+                            metadata, on_run_completed, end_time, enabled, next_run_date)
+VALUES (%(cron_id)s, %(agent)s, %(thread_id)s, %(owner)s, %(schedule)s, %(timezone)s,
+        %(input)s, %(metadata)s, %(on_run_completed)s, %(end_time)s, %(enabled)s,
+        %(next_run_date)s)
 RETURNING *;
+
+-- name: own_thread
+-- A stateless cron's tick thread is its cron's owner's, as a thread that owner made.
+INSERT INTO waystone.thread_owners (thread_id, owner) VALUES (%(thread_id)s, %(owner)s)
+ON CONFLICT DO NOTHING;
 
 -- name: get_cron
 SELECT * FROM waystone.crons WHERE cron_id = %(cron_id)s;
@@ -343,6 +349,7 @@ DELETE FROM waystone.crons WHERE cron_id = %(cron_id)s RETURNING cron_id;
 -- it may be sealed), in the order asked (the column is one of a fixed few, named here).
 SELECT * FROM waystone.crons
 WHERE (%(agent)s::text IS NULL OR agent = %(agent)s)
+  AND (%(owner)s::text IS NULL OR owner = %(owner)s)
   AND (%(thread_id)s::text IS NULL OR thread_id = %(thread_id)s)
   AND (%(enabled)s::boolean IS NULL OR enabled = %(enabled)s)
 ORDER BY CASE WHEN %(desc)s THEN

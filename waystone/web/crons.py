@@ -79,12 +79,15 @@ class CronRoutes:
         self.api, self.rt = api, api.rt
 
     async def create(self, request: Request) -> Response:
-        return await self._create(None, await _body(request))
+        return await self._create(None, await _body(request), request.state.owner)
 
     async def create_for_thread(self, request: Request) -> Response:
-        return await self._create(request.path_params["thread_id"], await _body(request))
+        thread_id, owner = request.path_params["thread_id"], request.state.owner
+        return await self._create(thread_id, await _body(request), owner)
 
-    async def _create(self, thread_id: str | None, body: dict[str, Any]) -> Response:
+    async def _create(
+        self, thread_id: str | None, body: dict[str, Any], owner: str | None
+    ) -> Response:
         _refuse_unsupported(body)
         if "assistant_id" not in body:
             raise ApiError(400, "a cron needs an assistant_id (a graph's name or its id)")
@@ -97,6 +100,7 @@ class CronRoutes:
             "end_time": _time(body.get("end_time")),
             "enabled": _flag(body.get("enabled", True), "enabled"),
             "on_run_completed": kept,
+            "owner": owner,
         }
         made = await run_in_threadpool(
             lambda: self.rt.crons.create(
@@ -106,9 +110,10 @@ class CronRoutes:
         return JSONResponse(shape(made))
 
     async def get(self, request: Request) -> Response:
-        found = await run_in_threadpool(self.rt.crons.get, request.path_params["cron_id"])
+        cron_id, owner = request.path_params["cron_id"], request.state.owner
+        found = await run_in_threadpool(self.rt.crons.get, cron_id, owner)
         if found is None:
-            raise ApiError(404, f"cron {request.path_params['cron_id']!r} not found")
+            raise ApiError(404, f"cron {cron_id!r} not found")
         return JSONResponse(shape(found))
 
     async def update(self, request: Request) -> Response:
@@ -125,20 +130,21 @@ class CronRoutes:
             changes["enabled"] = _flag(body["enabled"], "enabled")
         if body.get("on_run_completed") is not None:
             changes["on_run_completed"] = _on_run_completed(body["on_run_completed"], "keep")
-        found = await run_in_threadpool(self.rt.crons.update, cron_id, changes)
+        owner = request.state.owner
+        found = await run_in_threadpool(self.rt.crons.update, cron_id, changes, owner)
         if found is None:
             raise ApiError(404, f"cron {cron_id!r} not found")
         return JSONResponse(shape(found))
 
     async def delete(self, request: Request) -> Response:
         cron_id = request.path_params["cron_id"]
-        if not await run_in_threadpool(self.rt.crons.delete, cron_id):
+        if not await run_in_threadpool(self.rt.crons.delete, cron_id, request.state.owner):
             raise ApiError(404, f"cron {cron_id!r} not found")
         return Response(status_code=204)
 
     async def search(self, request: Request) -> Response:
         body = await _body(request)
-        found = await self._found(body)
+        found = await self._found(body, request.state.owner)
         limit, offset = _page(body)
         select = body.get("select") or list(FIELDS)
         if not isinstance(select, list) or set(select) - set(FIELDS):
@@ -147,9 +153,10 @@ class CronRoutes:
         return JSONResponse([{k: v for k, v in s.items() if k in select} for s in shown])
 
     async def count(self, request: Request) -> Response:
-        return JSONResponse(len(await self._found(await _body(request))))
+        found = await self._found(await _body(request), request.state.owner)
+        return JSONResponse(len(found))
 
-    async def _found(self, body: dict[str, Any]) -> list[Cron]:
+    async def _found(self, body: dict[str, Any], owner: str | None) -> list[Cron]:
         sort_by = body.get("sort_by") or "created_at"
         if sort_by not in SORTS:
             raise ApiError(400, f"sort_by must be one of {', '.join(SORTS)}, not {sort_by!r}")
@@ -167,6 +174,7 @@ class CronRoutes:
             "metadata": body.get("metadata"),
             "sort_by": sort_by,
             "descending": order == "desc",
+            "owner": owner,
         }
         return await run_in_threadpool(lambda: self.rt.crons.search(**filters))
 

@@ -5,6 +5,8 @@ CREATE TABLE IF NOT EXISTS waystone.crons (
     cron_id          text PRIMARY KEY,
     agent            text NOT NULL,          -- the graph (or agent) its runs are of
     thread_id        text,                   -- its runs' thread; NULL: a new thread a tick
+    owner            text,                   -- the API token's owner that made it; NULL:
+                                             -- the operator's (see waystone.thread_owners)
     schedule         text NOT NULL,          -- a cron expression, as croniter reads it
     timezone         text,                   -- an IANA zone; NULL: UTC
     input            jsonb NOT NULL DEFAULT '{}'::jsonb,  -- redacted (and sealed) as runs'
