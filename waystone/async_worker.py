@@ -63,6 +63,7 @@ class AsyncWorker(Worker):
     def run(self) -> WorkerStats:
         listener = threading.Thread(target=self._listen, name="waystone-listen", daemon=True)
         listener.start()
+        self._hooks.start()
         try:
             asyncio.run(self._work())
         finally:

@@ -25,6 +25,7 @@ from waystone._runs.registry import Run
 from waystone._runs.threads import Thread, Threads
 from waystone._runs.views import Views
 from waystone._status import RunStatus as RunStatus
+from waystone._webhooks.store import Webhooks
 from waystone.catalog import Catalog
 from waystone.config import Settings
 from waystone.errors import TransitionNotAllowed
@@ -406,6 +407,11 @@ class Runtime:
         """Threads whose metadata holds every key and value of ``metadata``, the latest
         changed first."""
         return self._threads.search(metadata, limit, offset)
+
+    @functools.cached_property
+    def webhooks(self) -> Webhooks:
+        """The runs' webhooks (the LangGraph server API's): armed, claimed, recorded."""
+        return Webhooks(self._parts)
 
     # -- for the edges: the runtime's Postgres and its logging ---------------------------
 

@@ -7,6 +7,8 @@ Idle workers hold no run and wait on LISTEN/NOTIFY (``waystone_runnable``), with
 poll as a fallback and a timer for the next wait that times out. SIGTERM (or a first
 SIGINT) finishes the current step of every run in hand, releases the leases and exits; a
 second SIGINT exits at once. When Postgres goes away the worker backs off and carries on.
+A thread of its own delivers the runs' webhooks (:mod:`waystone._webhooks.deliver`),
+woken by NOTIFY on ``waystone_webhook``; ``--until-idle`` does not wait for them.
 
 A drive stuck past its step budget (see ``waystone._runs.leases``) loses its lease and its
 slot: a new slot takes its place, so the worker goes on claiming at its concurrency, and
@@ -30,6 +32,7 @@ from langgraph.runtime import RunControl
 
 from waystone import logs
 from waystone._runs.registry import Run, process_owner
+from waystone._webhooks import deliver
 from waystone.errors import DatabaseUnavailable, LeaseLost, WaystoneError
 from waystone.runtime import Runtime
 
@@ -86,6 +89,7 @@ class Worker:
         # the drives in hand, by (thread id, lease token): a stuck one is dropped at once
         self._controls: dict[tuple[str, int], RunControl] = {}
         self._interrupts = 0
+        self._hooks = deliver.Deliverer(runtime, self.owner, self._stopping, poll_seconds)
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -93,6 +97,7 @@ class Worker:
         """Work until stopped (or, with ``until_idle``, until nothing is runnable)."""
         listener = threading.Thread(target=self._listen, name="waystone-listen", daemon=True)
         listener.start()
+        self._hooks.start()
         for _ in range(self.concurrency):
             self._add_slot()
         while True:  # the main thread stays free for signal handlers
@@ -264,11 +269,14 @@ class Worker:
             try:
                 with psycopg.connect(self.rt.database_url, autocommit=True) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
+                    conn.execute(f"LISTEN {deliver.CHANNEL}")
                     backoff = 0.5
                     self._wake.set()  # anything that arrived while we were not listening
+                    self._hooks.wake.set()
                     while not self._stopping.is_set():
-                        for _ in conn.notifies(timeout=0.5, stop_after=1):
-                            self._wake.set()
+                        for note in conn.notifies(timeout=0.5, stop_after=1):
+                            hooks = note.channel == deliver.CHANNEL
+                            (self._hooks.wake if hooks else self._wake).set()
             except psycopg.OperationalError as exc:
                 logger.warning("listener lost its connection: %s", exc)
                 self._stopping.wait(backoff)

@@ -134,6 +134,8 @@ def test_a_database_at_the_baseline_is_upgraded_to_what_a_fresh_one_has(
     sql.execute("DROP TABLE waystone.web_sessions")  # what 0005 adds
     sql.execute("DROP TABLE waystone.effect_deadlines")  # what 0006 adds
     sql.execute("DROP TABLE waystone.threads")  # what 0008 adds
+    sql.execute("DROP TABLE waystone.webhooks")  # what 0011 adds, with its trigger
+    sql.execute("DROP FUNCTION waystone.webhooks_due CASCADE")
     sql.execute("ALTER TABLE waystone.runs DROP COLUMN wait_id")
     for function in ("check_fence", "check_transition", "notify_runnable"):  # 0003's
         sql.execute(
@@ -144,7 +146,7 @@ def test_a_database_at_the_baseline_is_upgraded_to_what_a_fresh_one_has(
     sql.execute("INSERT INTO waystone_schema_version (version) VALUES (1)")
     db = Database.open(Settings(database_url=database_url))
     try:
-        assert migrate(db) == latest_version() == 8
+        assert migrate(db) == latest_version() == 11
     finally:
         db.close()
     assert [sorted(sql.execute(q).fetchall()) for q in queries] == fresh

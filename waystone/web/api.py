@@ -24,6 +24,7 @@ from starlette.routing import Route
 
 from waystone._runs.signals import RESUME
 from waystone._runs.threads import SEARCH_LIMIT
+from waystone._webhooks.policy import Policy
 from waystone.errors import BadInput, TransitionNotAllowed, UnknownThread, WaystoneError
 from waystone.web import follow, shapes, stream
 
@@ -41,7 +42,6 @@ UNSUPPORTED = (
     "checkpoint_id",
     "interrupt_before",
     "interrupt_after",
-    "webhook",
     "after_seconds",
     "feedback_keys",
     "metadata",
@@ -62,6 +62,7 @@ class Api:
     def __init__(self, rt: Runtime, token: str | None) -> None:
         self.rt, self.token = rt, token
         self.since = datetime.now(UTC)
+        self.webhooks = Policy.from_env()  # which webhook URLs a run may name
 
     def routes(self) -> list[Route]:
         r, w = self._reads, self._changes
@@ -292,15 +293,21 @@ class Api:
         graph_id = self._graph_id(str(body["assistant_id"]))
         if_not_exists = body.get("if_not_exists") or "reject"
         command = body.get("command")
+        webhook = body.get("webhook")
 
         def create() -> RunStatus:
+            url = None if webhook is None else self.webhooks.check(webhook)
             if not self._exists(thread_id):
                 if if_not_exists != "create":
                     raise ApiError(404, f"thread {thread_id!r} not found")
                 self.rt.create_thread(thread_id, if_exists="do_nothing")
             if command is not None:
-                return self._resume(thread_id, command)
-            return self.rt.start(graph_id, body.get("input"), thread_id=thread_id)
+                return self._resume(thread_id, command, url)
+            started = self.rt.start(graph_id, body.get("input"), thread_id=thread_id)
+            if url is not None:
+                assert started.run_number is not None  # a started run has its number
+                self.rt.webhooks.arm(thread_id, started.run_number, url, resuming=False)
+            return started
 
         status = await run_in_threadpool(create)
         return status, shapes.assistant_id(graph_id)
@@ -312,7 +319,7 @@ class Api:
             return False
         return True
 
-    def _resume(self, thread_id: str, command: Any) -> RunStatus:
+    def _resume(self, thread_id: str, command: Any, webhook: str | None) -> RunStatus:
         if not isinstance(command, dict) or set(command) - {"resume"} or "resume" not in command:
             raise ApiError(422, 'Waystone answers a command of {"resume": value} only, for now')
         if self.rt.thread(thread_id).state is None:
@@ -320,14 +327,24 @@ class Api:
         current = self.rt.status(thread_id)
         if current.state != "waiting" or current.waiting_for != RESUME:
             raise ApiError(409, f"thread {thread_id}'s run waits on no interrupt to resume")
-        value = command["resume"]
-        pending = [i["id"] for i in current.interrupts]
+        hook = None
+        if webhook is not None:  # for the run's next stop
+            assert current.run_number is not None  # a waiting run has its number
+            hook = self.rt.webhooks.arm(thread_id, current.run_number, webhook, resuming=True)
+        try:
+            self._answer(thread_id, command["resume"], [i["id"] for i in current.interrupts])
+        except BaseException:
+            if hook is not None:
+                self.rt.webhooks.disarm(hook)
+            raise
+        return self.rt.status(thread_id)
+
+    def _answer(self, thread_id: str, value: Any, pending: list[str]) -> None:
         if isinstance(value, dict) and value and set(value) <= set(pending):
             for interrupt_id, answer in value.items():  # one value per interrupt, by id
                 self.rt.resume(thread_id, answer, interrupt_id=interrupt_id, by="api")
         else:
             self.rt.resume(thread_id, value, by="api")
-        return self.rt.status(thread_id)
 
     async def _settled(self, started: RunStatus) -> dict[str, Any]:
         """The thread's values once the run has waited or ended (see :mod:`follow`)."""
