@@ -68,6 +68,7 @@ class AsyncWorker(Worker):
             asyncio.run(self._work())
         finally:
             self._stopping.set()
+            self._hooks.stop()
         return self.stats
 
     async def _work(self) -> None:

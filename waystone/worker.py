@@ -108,6 +108,7 @@ class Worker:
             alive[0].join(0.2)
         self._stopping.set()
         self._wake.set()
+        self._hooks.stop()
         return self.stats
 
     def stop(self, reason: str = "shutdown") -> None:

@@ -44,9 +44,18 @@ class Deliverer:
         self.poll_seconds = poll_seconds
         self.policy = Policy.from_env()
         self.wake = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="waystone-webhooks", daemon=True)
 
     def start(self) -> None:
-        threading.Thread(target=self._loop, name="waystone-webhooks", daemon=True).start()
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Once the worker is stopping: let a send under way finish and be recorded (a
+        delivery left claimed waits for its lease to lapse before another worker sends
+        it again)."""
+        self.wake.set()
+        if self._thread.is_alive():
+            self._thread.join(self.policy.timeout_s + 5.0)
 
     def _loop(self) -> None:
         backoff = 0.5
