@@ -188,9 +188,11 @@ def test_a_failing_receiver_is_retried_then_delivered_or_failed(
         lg.runs.wait(flaky, "assist", input=say("a"), webhook=receiver.url("/flaky"))
         down = lg.threads.create()["thread_id"]
         lg.runs.wait(down, "assist", input=say("b"), webhook=receiver.url("/down"))
-        settled(sql, 2)
+        receiver.always["/gone"] = 410  # a refusal: not retried
+        lg.runs.wait(None, "assist", input=say("c"), webhook=receiver.url("/gone"))
+        settled(sql, 3)
         assert len(receiver.to("/flaky")) == 3 and len(receiver.to("/down")) == 4
-    assert rows(sql) == [("delivered", 3), ("failed", 4)]
+    assert rows(sql) == [("delivered", 3), ("failed", 4), ("failed", 1)]
     kinds = [e["kind"] for e in history(cli, flaky)["events"]]
     assert [k for k in kinds if k.startswith("webhook")] == ["webhook-retry"] * 2 + [
         "webhook-delivered"

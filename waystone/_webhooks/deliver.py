@@ -23,7 +23,7 @@ import psycopg
 
 from waystone._crash import crash_point
 from waystone._webhooks.payload import body_of, idempotency_key
-from waystone._webhooks.policy import Policy
+from waystone._webhooks.policy import Policy, Unresolved
 from waystone.errors import BadInput, WaystoneError
 
 if TYPE_CHECKING:
@@ -82,6 +82,9 @@ class Deliverer:
         evidence: dict[str, Any] = {"key": key, "attempt": claimed.attempts}
         try:
             self.policy.check(claimed.url)  # again: its host may resolve elsewhere now
+        except Unresolved as exc:
+            self._retry(claimed, str(exc), evidence)
+            return
         except BadInput as exc:
             self._finish(claimed, "failed", f"webhook not sent: {exc}", evidence)
             return
@@ -100,7 +103,11 @@ class Deliverer:
 
     def _send(self, claimed: Claimed, key: str) -> httpx.Response | str:
         """The receiver's answer, or what went wrong on the way (a transport error)."""
-        body = body_of(self.rt, claimed, datetime.now(UTC))
+        try:
+            body = body_of(self.rt, claimed, datetime.now(UTC))
+        except Exception as exc:  # e.g. a graph that no longer loads: counted, retried
+            logger.exception("webhook %s: its payload could not be made", claimed.id)
+            return f"the payload could not be made: {type(exc).__name__}: {exc}"
         headers = {
             "Idempotency-Key": key,
             # the lease's end: a receiver that refuses later requests never sees this one

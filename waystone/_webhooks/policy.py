@@ -23,6 +23,11 @@ from waystone.errors import BadInput
 MAX_URL = 2048  # as the reference's default
 
 
+class Unresolved(BadInput):
+    """The URL's host does not resolve (now): refused when a run names it, retried when
+    a delivery meets it (a name server's hiccup)."""
+
+
 @dataclass(frozen=True)
 class Policy:
     hosts: tuple[str, ...] = ()  # the allowlist; empty: any public host
@@ -86,5 +91,5 @@ def _addresses(host: str, port: int) -> list[ipaddress.IPv4Address | ipaddress.I
     try:
         found = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
     except socket.gaierror as exc:
-        raise BadInput(f"webhook host {host!r} does not resolve: {exc.strerror}") from None
+        raise Unresolved(f"webhook host {host!r} does not resolve: {exc.strerror}") from None
     return [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in found]
