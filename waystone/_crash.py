@@ -71,6 +71,16 @@ _POINTS = [
         "ends has made it with its last checkpoint; a run that waits has not)",
         False,
     ),
+    CrashPoint(
+        "webhook:before-send",
+        "after a webhook's delivery is claimed and its attempt counted, before the request",
+        False,
+    ),
+    CrashPoint(
+        "webhook:after-send",
+        "after a webhook's request was answered (or failed), before the outcome is recorded",
+        False,
+    ),
 ]
 CRASH_POINTS: dict[str, CrashPoint] = {p.name: p for p in _POINTS}
 

@@ -64,10 +64,12 @@ class AsyncWorker(Worker):
         listener = threading.Thread(target=self._listen, name="waystone-listen", daemon=True)
         listener.start()
         self.ticker.start()
+        self._hooks.start()
         try:
             asyncio.run(self._work())
         finally:
             self._stopping.set()
+            self._hooks.stop()
         return self.stats
 
     async def _work(self) -> None:

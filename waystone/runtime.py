@@ -31,6 +31,7 @@ from waystone._runs.threads import Thread, Threads
 from waystone._runs.views import Views
 from waystone._status import RunStatus as RunStatus
 from waystone._status import past_status
+from waystone._webhooks.store import Webhooks
 from waystone.catalog import Catalog
 from waystone.config import Settings
 from waystone.errors import TransitionNotAllowed
@@ -513,6 +514,11 @@ class Runtime:
         """The crons (schedules that start runs; workers tick them): create, search,
         update, delete, and a worker's ``tick``."""
         return self._crons
+
+    @functools.cached_property
+    def webhooks(self) -> Webhooks:
+        """The runs' webhooks (the LangGraph server API's): armed, claimed, recorded."""
+        return Webhooks(self._parts)
 
     # -- for the edges: the runtime's Postgres and its logging ---------------------------
 

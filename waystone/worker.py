@@ -8,6 +8,8 @@ poll as a fallback and a timer for the next wait that times out. Each worker tic
 crons of its agents in a thread of its own (:mod:`waystone.ticker`). SIGTERM (or a first
 SIGINT) finishes the current step of every run in hand, releases the leases and exits; a
 second SIGINT exits at once. When Postgres goes away the worker backs off and carries on.
+A thread of its own delivers the runs' webhooks (:mod:`waystone._webhooks.deliver`),
+woken by NOTIFY on ``waystone_webhook``; ``--until-idle`` does not wait for them.
 
 A drive stuck past its step budget (see ``waystone._runs.leases``) loses its lease and its
 slot: a new slot takes its place, so the worker goes on claiming at its concurrency, and
@@ -31,6 +33,7 @@ from langgraph.runtime import RunControl
 
 from waystone import logs
 from waystone._runs.registry import Run, process_owner
+from waystone._webhooks import deliver
 from waystone.errors import DatabaseUnavailable, LeaseLost, WaystoneError
 from waystone.runtime import Runtime
 from waystone.ticker import CHANNEL as CRONS
@@ -90,6 +93,7 @@ class Worker:
         self._controls: dict[tuple[str, int], RunControl] = {}
         self._interrupts = 0
         self.ticker = CronTicker(runtime, self._serving, self.owner, self._stopping, poll_seconds)
+        self._hooks = deliver.Deliverer(runtime, self.owner, self._stopping, poll_seconds)
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -98,6 +102,7 @@ class Worker:
         listener = threading.Thread(target=self._listen, name="waystone-listen", daemon=True)
         listener.start()
         self.ticker.start()
+        self._hooks.start()
         for _ in range(self.concurrency):
             self._add_slot()
         while True:  # the main thread stays free for signal handlers
@@ -108,6 +113,7 @@ class Worker:
             alive[0].join(0.2)
         self._stopping.set()
         self._wake.set()
+        self._hooks.stop()
         return self.stats
 
     def stop(self, reason: str = "shutdown") -> None:
@@ -270,12 +276,15 @@ class Worker:
                 with psycopg.connect(self.rt.database_url, autocommit=True) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
                     conn.execute(f"LISTEN {CRONS}")
+                    conn.execute(f"LISTEN {deliver.CHANNEL}")
                     backoff = 0.5
                     self._wake.set()  # anything that arrived while we were not listening
                     self.ticker.wake.set()
+                    self._hooks.wake.set()
+                    wakes = {CRONS: self.ticker.wake, deliver.CHANNEL: self._hooks.wake}
                     while not self._stopping.is_set():
                         for note in conn.notifies(timeout=0.5, stop_after=1):
-                            (self.ticker.wake if note.channel == CRONS else self._wake).set()
+                            wakes.get(note.channel, self._wake).set()
             except psycopg.OperationalError as exc:
                 logger.warning("listener lost its connection: %s", exc)
                 self._stopping.wait(backoff)

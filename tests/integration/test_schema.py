@@ -139,6 +139,8 @@ def test_a_database_at_the_baseline_is_upgraded_to_what_a_fresh_one_has(
     sql.execute("DROP TRIGGER runs_begin_pending ON waystone.runs")  # what 0009 adds
     sql.execute("DROP FUNCTION waystone.begin_pending_on_end, waystone.begin_pending")
     sql.execute("DROP TABLE waystone.pending_runs")
+    sql.execute("DROP TABLE waystone.webhooks")  # what 0011 adds, with its trigger
+    sql.execute("DROP FUNCTION waystone.webhooks_due CASCADE")
     sql.execute("ALTER TABLE waystone.runs DROP COLUMN wait_id")
     for function in ("check_fence", "check_transition", "notify_runnable"):  # 0003's
         sql.execute(

@@ -87,8 +87,8 @@ class Commands:
                 conn=conn,
             )
             if created and options is not None and conn is not None and isinstance(run, Run):
-                assert run.run_id is not None  # a created run's number is known
-                run_options.store(self._parts, conn, run.run_id, thread_id, options)
+                assert run.run_number is not None  # a created run's number is known
+                run_options.store(self._parts, conn, thread_id, run.run_number, options)
         if not created and (run.agent, run.input) != (agent, clean):
             raise TransitionNotAllowed(
                 f"start key {key!r} was used by run {run.thread_id} with another agent or "

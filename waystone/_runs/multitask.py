@@ -135,8 +135,7 @@ class Multitask:
             number = int(row["run_number"] + row["pending"] + 1)
             self._insert(conn, thread_id, number, agent, goal, input, strategy, by)
             if options is not None:
-                run_id = run_id_of(thread_id, number)
-                run_options.store(self._parts, conn, run_id, thread_id, options)
+                run_options.store(self._parts, conn, thread_id, number, options)
             if action == "rollback" and (point is None or point[0] != row["run_number"]):
                 raise TransitionNotAllowed(
                     f"thread {thread_id!r}'s run changed during the rollback; ask again"

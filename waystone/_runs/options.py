@@ -1,6 +1,7 @@
 """What a run is created with besides its input (the LangGraph server API's run options):
 its metadata, the graph's ``configurable`` and ``recursion_limit``, LangGraph's runtime
-``context``, and breakpoints (``interrupt_before`` / ``interrupt_after``).
+``context``, breakpoints (``interrupt_before`` / ``interrupt_after``), and the webhook to
+call when it stops (armed in the same transaction: see :mod:`waystone._webhooks.store`).
 
 They are kept with the run in Postgres (``waystone.run_options``, redacted and sealed as
 its input), written in the transaction that creates it, and read once by each drive of
@@ -12,6 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from waystone._runs.registry import run_id_of
 from waystone.errors import BadInput
 
 if TYPE_CHECKING:
@@ -33,6 +35,7 @@ class RunOptions:
     context: Any = None
     interrupt_before: list[str] | str | None = None  # node names, or "*" for every node
     interrupt_after: list[str] | str | None = None
+    webhook: str | None = None  # a URL its webhook policy allowed
 
     @property
     def breakpoints(self) -> bool:
@@ -84,9 +87,13 @@ class RunOptions:
         return self == RunOptions()
 
 
-def store(parts: Parts, conn: Conn, run_id: str, thread_id: str, options: RunOptions) -> None:
-    """Keep ``options`` with the run, in the caller's transaction (the one creating it)."""
-    rest = {k: v for k, v in asdict(options).items() if k != "metadata"}
+def store(parts: Parts, conn: Conn, thread_id: str, number: int, options: RunOptions) -> None:
+    """Keep ``options`` with the thread's run ``number``, in the caller's transaction (the
+    one creating it), and arm its webhook there: no run is made without it."""
+    from waystone._webhooks.store import arm_new
+
+    run_id = run_id_of(thread_id, number)
+    rest = {k: v for k, v in asdict(options).items() if k not in ("metadata", "webhook")}
     parts.db.execute(
         "store_run_options",
         conn=conn,
@@ -95,6 +102,8 @@ def store(parts: Parts, conn: Conn, run_id: str, thread_id: str, options: RunOpt
         metadata=parts.protect(options.metadata),
         options=parts.protect(rest),
     )
+    if options.webhook is not None:
+        arm_new(parts, conn, thread_id, number, options.webhook)
 
 
 def load(parts: Parts, run_id: str) -> RunOptions:

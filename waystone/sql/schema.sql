@@ -454,3 +454,56 @@ CREATE CONSTRAINT TRIGGER runs_begin_pending AFTER UPDATE OF state ON waystone.r
     DEFERRABLE INITIALLY DEFERRED
     FOR EACH ROW WHEN (NEW.state IN ('done', 'failed') AND OLD.state IS DISTINCT FROM NEW.state)
     EXECUTE FUNCTION waystone.begin_pending_on_end();
+
+-- Webhooks: the LangGraph server API's `webhook` on a run, called once when the run stops
+-- (ends, or waits on an interrupt); see waystone/_webhooks.
+CREATE TABLE waystone.webhooks (
+    id            bigserial PRIMARY KEY,
+    thread_id     text NOT NULL REFERENCES waystone.runs (thread_id) ON DELETE CASCADE,
+    run_number    integer NOT NULL,     -- the thread's run it is for
+    url           jsonb NOT NULL,       -- redacted (and sealed) as runs' input: may hold secrets
+    status        text NOT NULL DEFAULT 'armed'
+                      CHECK (status IN ('armed', 'due', 'delivered', 'failed')),
+    run_state     text,                 -- the state the run stopped in, and why
+    run_reason    text,
+    checkpoint_id text,                 -- the thread's latest checkpoint when it stopped
+    due_at        timestamptz,          -- when the run stopped (in that transaction)
+    next_at       timestamptz,          -- when the next attempt may go
+    attempts      integer NOT NULL DEFAULT 0,
+    lease_token   bigint NOT NULL DEFAULT 0,
+    lease_owner   text,
+    lease_until   timestamptz,
+    last_error    text,
+    created_at    timestamptz NOT NULL DEFAULT clock_timestamp(),
+    done_at       timestamptz
+);
+
+CREATE INDEX webhooks_armed_idx ON waystone.webhooks (thread_id)
+    WHERE status = 'armed';
+CREATE INDEX webhooks_due_idx ON waystone.webhooks (next_at)
+    WHERE status = 'due';
+
+-- The outbox: a run that stops makes its armed webhooks due in the transaction that
+-- records the stop, and announces them on 'waystone_webhook' (delivered at commit).
+CREATE FUNCTION waystone.webhooks_due() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE waystone.webhooks w
+    SET status = 'due', run_state = NEW.state, run_reason = NEW.reason, due_at = clock_timestamp(),
+        next_at = clock_timestamp(),
+        checkpoint_id = (SELECT c.checkpoint_id FROM public.checkpoints c
+                         WHERE c.thread_id = NEW.thread_id AND c.checkpoint_ns = ''
+                         ORDER BY c.checkpoint_id DESC LIMIT 1)
+    WHERE w.thread_id = NEW.thread_id AND w.status = 'armed'
+      -- the run that stopped, not one queued behind it (waystone.pending_runs)
+      AND w.run_number = 1 + (SELECT count(*) FROM waystone.thread_runs t
+                              WHERE t.thread_id = NEW.thread_id);
+    IF FOUND THEN
+        PERFORM pg_notify('waystone_webhook', NEW.thread_id);
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER runs_webhooks_due AFTER UPDATE OF state ON waystone.runs
+    FOR EACH ROW WHEN (NEW.state IS DISTINCT FROM OLD.state
+                       AND NEW.state IN ('waiting', 'done', 'failed', 'needs-human'))
+    EXECUTE FUNCTION waystone.webhooks_due();

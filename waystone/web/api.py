@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -23,9 +24,11 @@ from starlette.routing import Route
 
 from waystone._runs import breakpoints
 from waystone._runs.multitask import STRATEGIES
+from waystone._runs.options import RunOptions
 from waystone._runs.rollback import lineage
 from waystone._runs.signals import RESUME
 from waystone._runs.threads import SEARCH_LIMIT
+from waystone._webhooks.policy import Policy
 from waystone.errors import BadInput, TransitionNotAllowed, UnknownThread, WaystoneError
 from waystone.web import follow, run_options, shapes, stream, thread_edits
 from waystone.web.owners import Tokens
@@ -33,7 +36,6 @@ from waystone.web.owners import Tokens
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
 
-    from waystone._runs.options import RunOptions
     from waystone.runtime import RunStatus, Runtime
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -41,7 +43,6 @@ Handler = Callable[[Request], Awaitable[Response]]
 UNSUPPORTED = (
     "checkpoint",
     "checkpoint_id",
-    "webhook",
     "after_seconds",
     "feedback_keys",
     "stream_subgraphs",
@@ -66,6 +67,7 @@ class Api:
         self.tokens = tokens if isinstance(tokens, Tokens) else Tokens(operator=tokens)
         self.since = datetime.now(UTC)
         self._creating = (self.create_run, self.wait_run, self.stream_run)
+        self.webhooks = Policy.from_env()  # which webhook URLs a run may name
 
     def routes(self) -> list[Route]:
         from waystone.web import crons
@@ -327,22 +329,25 @@ class Api:
         if_not_exists = body.get("if_not_exists") or "reject"
         command = body.get("command")
         options = self._options(body)
+        webhook = body.get("webhook")
 
         def create() -> RunStatus:
+            url = None if webhook is None else self.webhooks.check(webhook)
             if not self._exists(thread_id):
                 if if_not_exists != "create":
                     raise ApiError(404, f"thread {thread_id!r} not found")
                 self.rt.create_thread(thread_id, if_exists="do_nothing", owner=owner)
             if command is not None:
-                return self._resume(thread_id, command)
+                return self._resume(thread_id, command, url)
             if body.get("input") is None and self._at_breakpoint(thread_id):
-                return self._resume(thread_id, {"resume": None})  # go on, as the reference
+                return self._resume(thread_id, {"resume": None}, url)  # as the reference
+            hooked = options if url is None else replace(options or RunOptions(), webhook=url)
             return self.rt.start_on_thread(
                 graph_id,
                 body.get("input"),
                 thread_id=thread_id,
                 multitask_strategy=strategy,
-                options=options,
+                options=hooked,
             )
 
         status = await run_in_threadpool(create)
@@ -377,7 +382,7 @@ class Api:
             return False
         return True
 
-    def _resume(self, thread_id: str, command: Any) -> RunStatus:
+    def _resume(self, thread_id: str, command: Any, webhook: str | None) -> RunStatus:
         if not isinstance(command, dict) or set(command) - {"resume"} or "resume" not in command:
             raise ApiError(422, 'Waystone answers a command of {"resume": value} only, for now')
         if self.rt.thread(thread_id).state is None:
@@ -385,14 +390,24 @@ class Api:
         current = self.rt.status(thread_id)
         if current.state != "waiting" or current.waiting_for != RESUME:
             raise ApiError(409, f"thread {thread_id}'s run waits on no interrupt to resume")
-        value = command["resume"]
-        pending = [i["id"] for i in current.interrupts]
+        hook = None
+        if webhook is not None:  # for the run's next stop
+            assert current.run_number is not None  # a waiting run has its number
+            hook = self.rt.webhooks.arm(thread_id, current.run_number, webhook, resuming=True)
+        try:
+            self._answer(thread_id, command["resume"], [i["id"] for i in current.interrupts])
+        except BaseException:
+            if hook is not None:
+                self.rt.webhooks.disarm(hook)
+            raise
+        return self.rt.status(thread_id)
+
+    def _answer(self, thread_id: str, value: Any, pending: list[str]) -> None:
         if isinstance(value, dict) and value and set(value) <= set(pending):
             for interrupt_id, answer in value.items():  # one value per interrupt, by id
                 self.rt.resume(thread_id, answer, interrupt_id=interrupt_id, by="api")
         else:
             self.rt.resume(thread_id, value, by="api")
-        return self.rt.status(thread_id)
 
     async def _settled(self, started: RunStatus) -> dict[str, Any]:
         """The thread's values once the run has waited or ended (see :mod:`follow`)."""
