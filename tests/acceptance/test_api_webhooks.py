@@ -204,3 +204,30 @@ def test_a_failing_receiver_is_retried_then_delivered_or_failed(
     assert run["status"] == "success"  # the run itself unchanged
     state = sql.execute("SELECT state FROM waystone.runs WHERE thread_id = %s", (down,))
     assert state.fetchone() == ("done",)
+
+
+def test_a_queued_runs_webhook_waits_for_that_run(
+    lg: SyncLangGraphClient,
+    workers: Workers,
+    receiver: Receiver,
+    sql: psycopg.Connection[Any],
+) -> None:
+    """A run enqueued behind another with a webhook: the webhook is called once, when the
+    queued run stops, with its values; the end of the run before it does not call it."""
+    hook = receiver.url("/hook")
+    thread_id = lg.threads.create()["thread_id"]
+    first = lg.runs.create(thread_id, "assist", input=say("first"))
+    second = lg.runs.create(
+        thread_id, "assist", input=say("second"), webhook=hook, multitask_strategy="enqueue"
+    )
+    assert lg.runs.get(thread_id, second["run_id"])["status"] == "pending"
+    workers.spawn(env=HOOKS)  # no worker before: both wait, the second behind the first
+    lg.runs.join(thread_id, first["run_id"])
+    lg.runs.join(thread_id, second["run_id"])
+    settled(sql, 1)
+
+    [call] = receiver.to("/hook")
+    body = call["body"]
+    assert body["run_id"] == second["run_id"] and body["status"] == "success"
+    contents = [m["content"] for m in body["values"]["messages"]]
+    assert contents[-2:] == ["second", "echo second"], contents
