@@ -1,18 +1,20 @@
 """Many clients streaming at once from one server: ``waystone api`` and ``langgraph dev``.
 
-    python scripts/bench_serve.py [--clients 100] [--concurrency 32] [--skip-reference]
-                                  [--langgraph /work/refvenv/bin/langgraph] [--json]
+    python scripts/bench_serve.py [--clients 100] [--concurrency 100] [--model-seconds 0.5]
+                                  [--skip-reference] [--langgraph PATH] [--json]
 
 Each client (the official ``langgraph-sdk`` async client) creates a thread of a small
-chat graph (two nodes: an echo, then a note), starts a run on it with ``runs.stream``
-(``values``, ``updates`` and ``messages-tuple``) and reads the stream to its end, all
-clients at once. Printed per server: the first-event latency (from the request to the
-first event after ``metadata``; p50, p95, max), the events per second over the whole
-burst (events, ``metadata`` included, divided by the time from the first request to the
-last stream's end) and the errors. Waystone runs one ``waystone api`` process on an
-embedded Postgres with one ``waystone worker --async --concurrency N``; the reference
-runs ``langgraph dev`` (in-memory) on the same graph. Loopback only; every process is
-stopped at the end, and the burst is bounded by ``--deadline`` seconds.
+chat graph (two nodes: an echo that waits ``--model-seconds`` as a model would, then a
+note), starts a run on it with ``runs.stream`` (``values``, ``updates`` and
+``messages-tuple``) and reads the stream to its end, all clients at once. Printed per
+server: the first-event latency (from the request to the first event after
+``metadata``; p50, p95, max), the events per second over the burst (events, ``metadata``
+included, over the time from the first request to the last stream's end), the errors,
+and the CPU seconds each server process used during the burst. Waystone runs one
+``waystone api`` process on an embedded Postgres with one ``waystone worker --async
+--concurrency N``; the reference runs ``langgraph dev`` (in memory, ``--langgraph``: by
+default /work/refvenv/bin/langgraph) on the same graph. Loopback only; every process is
+stopped at the end, and each burst is bounded by ``--deadline`` seconds.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 from langgraph_sdk.client import LangGraphClient
 
 from waystone._checkpointing import embedded
@@ -43,11 +46,16 @@ from api_diff import _port, _wait_for  # noqa: E402
 TOKEN = "bench-serve"
 MODES = ["values", "updates", "messages-tuple"]
 GRAPH = """
+import asyncio
+
 from langchain_core.messages import AIMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 
+MODEL_S = {model_s}
+
 
 async def echo(state: MessagesState) -> dict:
+    await asyncio.sleep(MODEL_S)  # the model thinking
     said = state["messages"][-1].content
     return {"messages": [AIMessage(f"echo {said}")]}
 
@@ -96,16 +104,28 @@ async def one(lg: LangGraphClient, n: int) -> tuple[float, int]:
     return first, events
 
 
-async def burst(url: str, api_key: str | None, clients: int, deadline: float) -> dict[str, Any]:
+def cpu_s(pids: dict[str, int]) -> dict[str, float]:
+    """CPU seconds used so far by each process (with its children)."""
+    used = {}
+    for name, pid in pids.items():
+        proc = psutil.Process(pid)
+        times = [p.cpu_times() for p in [proc, *proc.children(recursive=True)]]
+        used[name] = sum(t.user + t.system for t in times)
+    return used
+
+
+async def burst(
+    url: str, api_key: str | None, pids: dict[str, int], clients: int, deadline: float
+) -> dict[str, Any]:
     lg = client(url, api_key)
     try:
         await one(lg, -1)  # a warm-up: the graph loaded, the connections made
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), cpu_s(pids)
         done = await asyncio.wait_for(
             asyncio.gather(*(one(lg, n) for n in range(clients)), return_exceptions=True),
             deadline,
         )
-        wall = time.perf_counter() - began
+        wall, cpu_after = time.perf_counter() - began, cpu_s(pids)
     finally:
         await lg.aclose()
     ok = [d for d in done if isinstance(d, tuple)]
@@ -125,6 +145,7 @@ async def burst(url: str, api_key: str | None, clients: int, deadline: float) ->
         "events": events,
         "events_per_s": round(events / wall, 1),
         "wall_s": round(wall, 2),
+        "cpu_s": {name: round(cpu_after[name] - cpu[name], 2) for name in pids},
     }
 
 
@@ -170,7 +191,10 @@ def waystone(project: Path, config: Path, concurrency: int, clients: int, deadli
                 )
             assert procs[-1].stdout is not None
             url = json.loads(procs[-1].stdout.readline())["url"]
-            return asyncio.run(burst(url, TOKEN, clients, deadline))
+            postmaster = (embedded.pgdata_path(home) / "postmaster.pid").read_text().split()[0]
+            pids = {"waystone api": procs[1].pid, "worker": procs[0].pid}
+            pids["postgres"] = int(postmaster)
+            return asyncio.run(burst(url, TOKEN, pids, clients, deadline))
     finally:
         embedded.stop(home)
 
@@ -189,22 +213,27 @@ def reference(langgraph: str, project: Path, config: Path, clients: int, deadlin
             )
         )
         _wait_for(url, procs[0])
-        return asyncio.run(burst(url, None, clients, deadline))
+        pids = {"langgraph dev": procs[0].pid}
+        return asyncio.run(burst(url, None, pids, clients, deadline))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=100)
-    parser.add_argument("--concurrency", type=int, default=32, help="the worker's tasks")
+    parser.add_argument("--concurrency", type=int, default=100, help="the worker's tasks")
+    parser.add_argument("--model-seconds", type=float, default=0.5, help="the echo's wait")
     parser.add_argument("--deadline", type=float, default=300, help="seconds per burst")
     parser.add_argument("--langgraph", default="/work/refvenv/bin/langgraph")
     parser.add_argument("--skip-reference", action="store_true")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    results: dict[str, Any] = {"worker_concurrency": args.concurrency}
+    results: dict[str, Any] = {
+        "worker_concurrency": args.concurrency,
+        "model_seconds": args.model_seconds,
+    }
     with tempfile.TemporaryDirectory(prefix="ws-bench-serve-") as tmp:
         project = Path(tmp)
-        (project / "agent.py").write_text(GRAPH)
+        (project / "agent.py").write_text(GRAPH.replace("{model_s}", repr(args.model_seconds)))
         config = project / "langgraph.json"
         config.write_text(
             json.dumps({"dependencies": ["."], "graphs": {"chat": "./agent.py:graph"}})
@@ -227,6 +256,7 @@ def main() -> int:
                 f"first event p50 {f['p50']} ms  p95 {f['p95']} ms  max {f['max']} ms   "
                 f"{r['events_per_s']} events/s ({r['events']} in {r['wall_s']} s)"
             )
+            print("    CPU s: " + ", ".join(f"{k} {v}" for k, v in r["cpu_s"].items()))
             if r["first_error"]:
                 print(f"    first error: {r['first_error']}")
     return 0

@@ -26,6 +26,7 @@ from waystone._runs.signals import RESUME
 from waystone._runs.threads import SEARCH_LIMIT
 from waystone.errors import BadInput, TransitionNotAllowed, UnknownThread, WaystoneError
 from waystone.web import follow, shapes, stream
+from waystone.web.follower import Follower
 
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
@@ -62,6 +63,7 @@ class Api:
     def __init__(self, rt: Runtime, token: str | None) -> None:
         self.rt, self.token = rt, token
         self.since = datetime.now(UTC)
+        self.follower = Follower(rt)
 
     def routes(self) -> list[Route]:
         r, w = self._reads, self._changes
@@ -331,7 +333,7 @@ class Api:
 
     async def _settled(self, started: RunStatus) -> dict[str, Any]:
         """The thread's values once the run has waited or ended (see :mod:`follow`)."""
-        status = await follow.until_settled(self.rt, started)
+        status = await follow.until_settled(self.rt, self.follower, started)
         snapshot = await run_in_threadpool(self._snapshot, started.thread_id, status.agent)
         return shapes.output(snapshot)
 
@@ -377,7 +379,7 @@ class Api:
         assert run_id is not None
         path = f"/threads/{thread_id}/runs/{run_id}"
         return StreamingResponse(
-            follow.events(self.rt, status, modes, after, answered),
+            follow.events(self.rt, self.follower, status, modes, after, answered),
             media_type="text/event-stream",
             headers={"Location": f"{path}/stream", "Content-Location": path},
         )

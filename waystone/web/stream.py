@@ -45,47 +45,60 @@ def run_checkpoints(history: Iterator[StateSnapshot], run_id: str | None) -> lis
     return found
 
 
-def events(
-    checkpoints: list[StateSnapshot],
-    modes: tuple[str, ...],
-    *,
-    waiting: bool,
-    meta: dict[str, Any],
-) -> list[Event]:
-    """The run's events so far. ``waiting``: the run stopped on the interrupts of its last
-    checkpoint (they are sent, then its values again, as the reference does)."""
-    out: list[Event] = []
+class Maker:
+    """A run's events, made checkpoint by checkpoint as they commit: each call to
+    :meth:`add` gives the events of the checkpoints after those it was given before."""
 
-    def add(checkpoint: str, tag: str, event: str, data: Any) -> None:
-        if event == "messages" and "messages-tuple" in modes or event in modes:
+    def __init__(self, modes: tuple[str, ...], meta: dict[str, Any]) -> None:
+        self.modes, self.meta = modes, meta
+        self.previous: StateSnapshot | None = None
+
+    def add(self, checkpoints: list[StateSnapshot]) -> list[Event]:
+        out: list[Event] = []
+        for snap in checkpoints:
+            self._step(snap, out)
+            self.previous = snap
+        return out
+
+    def stopped(self) -> list[Event]:
+        """The run stopped on the interrupts of its last checkpoint: they are sent, then
+        its values again, as the reference does."""
+        out: list[Event] = []
+        if self.previous is not None and self.previous.interrupts:
+            self._interrupted(_id(self.previous), self.previous, out)
+        return out
+
+    def _add(self, out: list[Event], checkpoint: str, tag: str, event: str, data: Any) -> None:
+        if event == "messages" and "messages-tuple" in self.modes or event in self.modes:
             out.append(Event(f"{checkpoint}.{tag}", event, data))
 
-    previous: StateSnapshot | None = None
-    for snap in checkpoints:
-        here = _id(snap)
+    def _step(self, snap: StateSnapshot, out: list[Event]) -> None:
+        """The events of the step that led to ``snap`` (its parent's tasks), then its
+        values."""
+        here, previous = _id(snap), self.previous
         if (snap.metadata or {}).get("source") == "input":
-            previous = snap
-            continue
+            return
         if previous is not None and (previous.metadata or {}).get("source") != "input":
             there = _id(previous)
             if previous.interrupts:  # it stopped there, and was answered
-                _interrupted(add, there, previous)
-                add(there, "5r", "values", shapes.jsonable(previous.values))
+                self._interrupted(there, previous, out)
+                self._add(out, there, "5r", "values", shapes.jsonable(previous.values))
             n = 0
             for task in previous.tasks:
                 for message in _messages(task.result):
-                    data = [message, {**meta, "langgraph_node": task.name}]
-                    add(here, f"0m{n:06d}", "messages", data)
+                    data = [message, {**self.meta, "langgraph_node": task.name}]
+                    self._add(out, here, f"0m{n:06d}", "messages", data)
                     n += 1
             for k, task in enumerate(previous.tasks):
                 if task.result is not None:
                     update = {task.name: shapes.jsonable(task.result)}
-                    add(here, f"1u{k:06d}", "updates", update)
-        add(here, "2v", "values", shapes.jsonable(snap.values))
-        previous = snap
-    if waiting and previous is not None and previous.interrupts:
-        _interrupted(add, _id(previous), previous)
-    return out
+                    self._add(out, here, f"1u{k:06d}", "updates", update)
+        self._add(out, here, "2v", "values", shapes.jsonable(snap.values))
+
+    def _interrupted(self, checkpoint: str, snap: StateSnapshot, out: list[Event]) -> None:
+        interrupts = [{"value": shapes.jsonable(i.value), "id": i.id} for i in snap.interrupts]
+        self._add(out, checkpoint, "3i0", "updates", {"__interrupt__": interrupts})
+        self._add(out, checkpoint, "4i1", "values", shapes.jsonable(snap.values))
 
 
 def resumed_from(checkpoint: StateSnapshot) -> str:
@@ -105,12 +118,6 @@ def after(found: list[Event], last_id: str | None) -> list[Event]:
 def _key(event_id: str) -> tuple[str, str]:
     checkpoint, _, tag = event_id.partition(".")
     return checkpoint, tag
-
-
-def _interrupted(add: Any, checkpoint: str, snap: StateSnapshot) -> None:
-    interrupts = [{"value": shapes.jsonable(i.value), "id": i.id} for i in snap.interrupts]
-    add(checkpoint, "3i0", "updates", {"__interrupt__": interrupts})
-    add(checkpoint, "4i1", "values", shapes.jsonable(snap.values))
 
 
 def _id(snap: StateSnapshot) -> str:
