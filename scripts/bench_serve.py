@@ -12,9 +12,10 @@ server: the first-event latency (from the request to the first event after
 included, over the time from the first request to the last stream's end), the errors,
 and the CPU seconds each server process used during the burst. Waystone runs one
 ``waystone api`` process on an embedded Postgres with one ``waystone worker --async
---concurrency N``; the reference runs ``langgraph dev`` (in memory, ``--langgraph``: by
-default /work/refvenv/bin/langgraph) on the same graph. Loopback only; every process is
-stopped at the end, and each burst is bounded by ``--deadline`` seconds.
+--concurrency N``; the reference runs ``langgraph dev --n-jobs-per-worker N`` (in memory;
+``--langgraph``: by default /work/refvenv/bin/langgraph) on the same graph. Loopback
+only; every process is stopped at the end, and each burst is bounded by ``--deadline``
+seconds.
 """
 
 from __future__ import annotations
@@ -199,10 +200,13 @@ def waystone(project: Path, config: Path, concurrency: int, clients: int, deadli
         embedded.stop(home)
 
 
-def reference(langgraph: str, project: Path, config: Path, clients: int, deadline: float) -> Any:
+def reference(
+    langgraph: str, project: Path, config: Path, concurrency: int, clients: int, deadline: float
+) -> Any:
     url = f"http://127.0.0.1:{_port()}"
     with processes() as procs:
         command = [langgraph, "dev", "--no-browser", "--no-reload", "--port", url.rsplit(":")[-1]]
+        command += ["--n-jobs-per-worker", str(concurrency)]  # as many runs at once as ours
         procs.append(
             subprocess.Popen(
                 [*command, "--config", str(config)],
@@ -243,7 +247,7 @@ def main() -> int:
         )
         if not args.skip_reference:
             results["langgraph dev"] = reference(
-                args.langgraph, project, config, args.clients, args.deadline
+                args.langgraph, project, config, args.concurrency, args.clients, args.deadline
             )
     if args.json:
         print(json.dumps(results))
