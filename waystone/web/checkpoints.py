@@ -42,7 +42,22 @@ class RunCheckpoints:
         again = {}
         if new or done:
             again = {ns: self._state(ns, _id(snap)) for ns, snap in last.items()}
+        if not done:
+            new = self._whole(again.get(""), new)
         return again, sorted(new, key=_id)
+
+    def _whole(self, last: StateSnapshot | None, new: list[StateSnapshot]) -> list[StateSnapshot]:
+        """``new`` up to the first checkpoint whose answered interrupt's result is not
+        seen yet though a checkpoint follows it (a resumed task's writes can commit after
+        its successor): what follows it is read again next time."""
+        roots = [s for s in new if not s.config["configurable"].get("checkpoint_ns")]
+        chain = ([last] if last is not None else []) + roots
+        for k, snap in enumerate(chain[:-1]):
+            if any(t.interrupts and t.result is None and t.error is None for t in snap.tasks):
+                self.seen = _id(snap)
+                held = {_id(s) for s in chain[k + 1 :]}
+                return [s for s in new if _id(s) not in held]
+        return new
 
     def _roots(self) -> list[StateSnapshot]:
         if self.seen is None:  # the first read: back to where the run began
