@@ -1,8 +1,10 @@
 """What tells a server's streams and waits that their run moved: one follower per server
 process reads, every ``TICK_S``, the run row and the newest checkpoint of every thread
 followed in that process, in one query, and wakes the followers of each thread whose
-row or checkpoints changed. A process of a hundred streams makes one query per tick, not
-a hundred; a stream reads its run again only when it moved.
+row or newest checkpoint changed. A process of a hundred streams makes one query per
+tick, not a hundred; a stream reads its run again only when it moved. The graph's own
+checkpoints are enough: a subgraph's are streamed once the graph's next one commits (see
+:mod:`waystone.web.checkpoints`), and each reads as one step back along the primary key.
 
 It polls rather than LISTENs: a notification per checkpoint would need a trigger on
 ``public.checkpoints``, and Postgres serializes the commits of every transaction that
@@ -28,7 +30,7 @@ TICK_S = 0.05
 MARKS = """
 SELECT t.thread_id, r.state, r.updated_at, r.lease_token,
        (SELECT max(c.checkpoint_id) FROM public.checkpoints c
-         WHERE c.thread_id = t.thread_id) AS newest
+         WHERE c.thread_id = t.thread_id AND c.checkpoint_ns = '') AS newest
   FROM unnest(%s::text[]) AS t(thread_id)
   LEFT JOIN waystone.runs r USING (thread_id)
 """
