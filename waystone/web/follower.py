@@ -6,9 +6,11 @@ tick, not a hundred; a stream reads its run again only when it moved. The graph'
 checkpoints are enough: a subgraph's are streamed once the graph's next one commits (see
 :mod:`waystone.web.checkpoints`), and each reads as one step back along the primary key.
 
-It polls rather than LISTENs: a notification per checkpoint would need a trigger on
-``public.checkpoints``, and Postgres serializes the commits of every transaction that
-notifies (one queue lock), on the per-step path of every worker.
+It polls rather than LISTENs: a notification per checkpoint needs a trigger on
+``public.checkpoints``, on every worker's per-step path, where Postgres serializes the
+commits of the transactions that notify (one queue lock); that table is made by
+LangGraph's ``setup()`` after Waystone's migrations. Waking on a notification instead
+of a tick would change :meth:`Follower._run` only.
 """
 
 from __future__ import annotations
