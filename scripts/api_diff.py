@@ -77,6 +77,29 @@ gated_builder.add_edge(START, "note")
 gated_builder.add_edge("note", "work")
 gated_builder.add_edge("work", END)
 gated = gated_builder.compile()
+
+
+def inner(state: MessagesState) -> dict:
+    said = state["messages"][-1].content
+    return {"messages": [AIMessage(f"inner {said}", id=f"inner-{said}")]}
+
+
+child = StateGraph(MessagesState)
+child.add_node("inner", inner)
+child.add_edge(START, "inner")
+child.add_edge("inner", END)
+
+def first(state: MessagesState) -> dict:
+    return {"messages": [AIMessage("first", id=f"first-{len(state['messages'])}")]}
+
+
+parent = StateGraph(MessagesState)
+parent.add_node("first", first)
+parent.add_node("child", child.compile())
+parent.add_edge(START, "first")
+parent.add_edge("first", "child")
+parent.add_edge("child", END)
+nested = parent.compile()
 """
 
 
@@ -215,7 +238,55 @@ def script(url: str, api_key: str | None, gates: Path) -> list[tuple[str, Any]]:
             ]
             seen.append((f"{what}: messages", said))
         seen += double_texting(lg, gates)
+        seen += streams(lg)
     return seen
+
+
+def streams(lg: Any) -> list[tuple[str, Any]]:
+    """The other stream modes: debug, and a subgraph's events (``stream_subgraphs``)."""
+    seen: list[tuple[str, Any]] = []
+    said = lg.threads.create()["thread_id"]
+    for what, given in [
+        ("debug: a message", {"input": {"messages": [{"role": "user", "content": "hi"}]}}),
+        ("debug: a question", {"input": {"messages": [{"role": "user", "content": "ok?"}]}}),
+        ("debug: its answer", {"command": {"resume": "yes"}}),
+    ]:
+        parts = list(lg.runs.stream(said, "assist", stream_mode=["debug", "values"], **given))
+        seen.append((what, [_part(p) for p in parts[1:]]))
+    modes = ["values", "updates", "messages-tuple", "debug"]
+    nested = lg.threads.create()["thread_id"]
+    hi = {"messages": [{"role": "user", "content": "hi"}]}
+    for n in range(2):
+        parts = list(
+            lg.runs.stream(nested, "nested", input=hi, stream_mode=modes, stream_subgraphs=True)
+        )
+        seen.append((f"subgraphs, run {n + 1}", [_part(p) for p in parts[1:]]))
+    parts = list(lg.runs.stream(nested, "nested", input=hi, stream_mode=modes[:3]))
+    seen.append(("no subgraphs", [_part(p) for p in parts[1:]]))
+    return seen
+
+
+def _part(part: Any) -> Any:
+    """What a client can rely on in a streamed event (without its namespace's task id)."""
+    event, data = part.event.split("|")[0], part.data
+    ns = part.event.split("|")[1].split(":")[0] if "|" in part.event else ""
+    if event == "messages":
+        return [event, ns, data[0]["type"], data[0]["content"], data[1].get("langgraph_node")]
+    if event == "values":
+        return [event, ns, _messages(data)]
+    if event == "updates":
+        return [event, ns, sorted(data)]
+    if event != "debug":
+        return [event, ns]
+    payload = data["payload"]
+    shown = [event, ns, data["type"], data["step"], sorted(payload)]
+    if data["type"] == "checkpoint":
+        meta = payload["metadata"]
+        tasks = [(t["name"], sorted(t)) for t in payload["tasks"]]
+        return [*shown, meta["source"], meta["step"], payload["next"], tasks]
+    if data["type"] == "task":
+        return [*shown, payload["name"], payload["triggers"], _messages(payload["input"])]
+    return [*shown, payload["name"], sorted(payload["result"] or {}), len(payload["interrupts"])]
 
 
 def _wait_for(url: str, proc: subprocess.Popen[str], timeout: float = 120) -> None:
@@ -243,7 +314,11 @@ def main() -> int:
             json.dumps(
                 {
                     "dependencies": ["."],
-                    "graphs": {"assist": "./agent.py:graph", "gated": "./agent.py:gated"},
+                    "graphs": {
+                        "assist": "./agent.py:graph",
+                        "gated": "./agent.py:gated",
+                        "nested": "./agent.py:nested",
+                    },
                 }
             )
         )

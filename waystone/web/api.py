@@ -31,6 +31,7 @@ from waystone._runs.threads import SEARCH_LIMIT
 from waystone._webhooks.policy import Policy
 from waystone.errors import BadInput, TransitionNotAllowed, UnknownThread, WaystoneError
 from waystone.web import follow, run_options, shapes, stream, thread_edits
+from waystone.web.follower import Follower
 from waystone.web.owners import Tokens
 
 if TYPE_CHECKING:
@@ -47,6 +48,18 @@ UNSUPPORTED = (
     "feedback_keys",
     "stream_subgraphs",
 )
+
+# Modes whose events a run does not commit: a stream is made of what Postgres holds (so it
+# resumes by Last-Event-ID and joins from any server), and these would be lost on the way.
+NOT_COMMITTED = {
+    "custom": "what a node writes with get_stream_writer() is not saved with its step, and "
+    "Waystone streams only what is committed; put what the client needs in the graph's state "
+    "(it streams as values and updates)",
+    "events": "LangChain's callback events are not saved with a step, and Waystone streams "
+    "only what is committed; use updates, values, messages-tuple or debug",
+    "messages": "a model's tokens are not saved as they come, and Waystone streams only what "
+    "is committed; use messages-tuple (each message once its step commits)",
+}
 
 
 class ApiError(Exception):
@@ -68,6 +81,7 @@ class Api:
         self.since = datetime.now(UTC)
         self._creating = (self.create_run, self.wait_run, self.stream_run)
         self.webhooks = Policy.from_env()  # which webhook URLs a run may name
+        self.follower = Follower(rt)
 
     def routes(self) -> list[Route]:
         from waystone.web import crons
@@ -411,7 +425,7 @@ class Api:
 
     async def _settled(self, started: RunStatus) -> dict[str, Any]:
         """The thread's values once the run has waited or ended (see :mod:`follow`)."""
-        status = await follow.until_settled(self.rt, started)
+        status = await follow.until_settled(self.rt, self.follower, started)
         snapshot = await run_in_threadpool(self._snapshot, started.thread_id, status.agent)
         return shapes.output(snapshot)
 
@@ -431,13 +445,14 @@ class Api:
         self, thread_id: str, body: dict[str, Any], owner: str | None = None
     ) -> Response:
         modes = _modes(body.get("stream_mode"))
+        subgraphs = body.pop("stream_subgraphs", None) is True
         resuming = body.get("command") is not None or body.get("input") is None
         # a resume streams from where the run stopped: what it sent up to there is old
         start = await run_in_threadpool(self._latest, thread_id) if resuming else None
         status, _ = await self._create(thread_id, body, owner)
         after = stream.resumed_from(start) if start is not None else None
         answered = {i["id"] for i in status.interrupts}
-        return self._sse(status, modes, after, answered)
+        return self._sse(status, modes, after, answered, subgraphs)
 
     async def join_stream(self, request: Request) -> Response:
         p = request.path_params
@@ -445,7 +460,7 @@ class Api:
         if status is None:
             raise ApiError(409, f"run {p['run_id']} ended before the thread's current one")
         asked = [m for m in request.query_params.getlist("stream_mode") if m]
-        modes = _modes(asked or list(stream.MODES))
+        modes = _modes(asked or list(stream.JOINED))
         last = request.headers.get("last-event-id") or None
         return self._sse(status, modes, last, set())
 
@@ -455,13 +470,18 @@ class Api:
         return snapshot if snapshot is not None and snapshot.config else None
 
     def _sse(
-        self, status: RunStatus, modes: tuple[str, ...], after: str | None, answered: set[str]
+        self,
+        status: RunStatus,
+        modes: tuple[str, ...],
+        after: str | None,
+        answered: set[str],
+        subgraphs: bool = False,
     ) -> Response:
         thread_id, run_id = status.thread_id, status.run_id
         assert run_id is not None
         path = f"/threads/{thread_id}/runs/{run_id}"
         return StreamingResponse(
-            follow.events(self.rt, status, modes, after, answered),
+            follow.events(self.rt, self.follower, status, modes, after, answered, subgraphs),
             media_type="text/event-stream",
             headers={"Location": f"{path}/stream", "Content-Location": path},
         )
@@ -549,6 +569,9 @@ async def _body(request: Request) -> dict[str, Any]:
 def _modes(given: Any) -> tuple[str, ...]:
     """The stream modes asked for (``values`` by default, as the reference's)."""
     modes = [given] if isinstance(given, str) else list(given or ["values"])
+    for mode in modes:
+        if mode in NOT_COMMITTED:
+            raise ApiError(422, f"stream_mode {mode} is not supported: {NOT_COMMITTED[mode]}")
     wrong = [m for m in modes if m not in stream.MODES]
     if wrong:
         raise ApiError(

@@ -1,11 +1,11 @@
 """Following a run from the server while a worker drives it: a wait, or a stream of its
-events, reads the run's row (and, for a stream, its newest checkpoint) every ``POLL_S``
-until the run waits or ends. For a resume, until the interrupts it answered are behind
-it."""
+events, reads the run again each time the process's :class:`~waystone.web.follower.Follower`
+sees it move, until it waits or ends (for a resume, until the interrupts it answered are
+behind it). A stream makes the events of the checkpoints committed since it last looked,
+never the whole history again."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 from starlette.concurrency import run_in_threadpool
 
 from waystone.web import shapes, stream
+from waystone.web.checkpoints import RunCheckpoints
+from waystone.web.follower import Follower
 
 if TYPE_CHECKING:
     from waystone.runtime import RunStatus, Runtime
-
-POLL_S = 0.05
 
 
 def settled(
@@ -34,77 +34,55 @@ def settled(
     return status.state == "waiting" and not answered & {i["id"] for i in status.interrupts}
 
 
-async def until_settled(rt: Runtime, started: RunStatus) -> RunStatus:
+async def until_settled(rt: Runtime, follower: Follower, started: RunStatus) -> RunStatus:
     """The thread's status once the run ``started`` shows has waited or ended."""
     answered = {i["id"] for i in started.interrupts}
-    while True:
-        status = await run_in_threadpool(rt.status, started.thread_id)
-        if settled(status, started.run_id, answered, started.run_number):
-            return status
-        await asyncio.sleep(POLL_S)
+    async with follower.follow(started.thread_id) as changed:
+        while True:
+            await changed.wait()
+            changed.clear()
+            status = await run_in_threadpool(rt.status, started.thread_id)
+            if settled(status, started.run_id, answered, started.run_number):
+                return status
 
 
 async def events(
     rt: Runtime,
+    follower: Follower,
     started: RunStatus,
     modes: tuple[str, ...],
     after: str | None,
     answered: set[str],
+    subgraphs: bool = False,
 ) -> AsyncIterator[str]:
     """The run's events after ``after`` as server-sent events, as its checkpoints commit,
     until it waits or ends (see :mod:`waystone.web.stream`); ``answered`` as for
-    :func:`settled`."""
+    :func:`settled`; ``subgraphs``: with the events of its subgraphs."""
     thread_id, run_id = started.thread_id, started.run_id
+    meta = {"graph_id": started.agent, "assistant_id": shapes.assistant_id(started.agent)}
     # a thread of the preset holds one run: every checkpoint of it is the run's
     run_filter = run_id if rt.is_graph(started.agent) else None
-    meta = {"graph_id": started.agent, "assistant_id": shapes.assistant_id(started.agent)}
+    reader = RunCheckpoints(rt, started.agent, thread_id, run_filter, subgraphs)
+    maker = stream.RunMaker(modes, meta)
     yield sse_line("metadata", {"run_id": run_id, "attempt": 1})
-    seen: tuple[Any, ...] | None = None
-    while True:
-        status = await run_in_threadpool(rt.status, thread_id)
-        done = settled(status, run_id, answered, started.run_number)
-        mark = (await run_in_threadpool(_newest_checkpoint, rt, thread_id), done)
-        if mark != seen:  # a new checkpoint, or the run settled: make the events again
-            seen = mark
-            waiting = done and status.state == "waiting"
-            made = await run_in_threadpool(
-                _run_events, rt, started.agent, thread_id, run_filter, modes, waiting, meta
-            )
+    async with follower.follow(thread_id) as changed:
+        while True:
+            await changed.wait()
+            changed.clear()
+            status = await run_in_threadpool(rt.status, thread_id)
+            done = settled(status, run_id, answered, started.run_number)
+            again, new = await run_in_threadpool(reader.newer, maker.last(), done)
+            made = maker.add(again, new, stopped=done and status.state == "waiting")
             for event in stream.after(made, after):
                 yield sse_line(event.event, event.data, event.id)
                 after = event.id
-        if done:
-            if status.run_id == run_id and status.state in ("failed", "needs-human"):
-                yield sse_line("error", {"error": status.state, "message": status.reason})
-            return
-        await asyncio.sleep(POLL_S)
+            if done:
+                if status.run_id == run_id and status.state in ("failed", "needs-human"):
+                    yield sse_line("error", {"error": status.state, "message": status.reason})
+                return
 
 
 def sse_line(event: str, data: Any, event_id: str | None = None) -> str:
     head = f"event: {event}\n"
     lines = "".join(f"data: {line}\n" for line in json.dumps(data, default=str).splitlines())
     return head + lines + (f"id: {event_id}\n" if event_id else "") + "\n"
-
-
-def _run_events(
-    rt: Runtime,
-    agent: str,
-    thread_id: str,
-    run_filter: str | None,
-    modes: tuple[str, ...],
-    waiting: bool,
-    meta: dict[str, Any],
-) -> list[stream.Event]:
-    history = rt.graph(agent).get_state_history(rt.config(thread_id))
-    checkpoints = stream.run_checkpoints(iter(history), run_filter)
-    return stream.events(checkpoints, modes, waiting=waiting, meta=meta)
-
-
-def _newest_checkpoint(rt: Runtime, thread_id: str) -> str | None:
-    with rt.connection() as conn:
-        row = conn.execute(
-            "SELECT max(checkpoint_id) AS newest FROM public.checkpoints "
-            "WHERE thread_id = %s AND checkpoint_ns = ''",
-            (thread_id,),
-        ).fetchone()
-    return row["newest"] if row else None

@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from waystone._runs.driver import RUN_KEY
-from waystone.web import shapes
+from waystone.web import debug, shapes
 
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
 
-MODES = ("values", "updates", "messages-tuple")
+MODES = ("values", "updates", "messages-tuple", "debug")
+JOINED = ("values", "updates", "messages-tuple")  # what a join streams when it names none
 
 
 @dataclass(frozen=True)
@@ -45,47 +46,135 @@ def run_checkpoints(history: Iterator[StateSnapshot], run_id: str | None) -> lis
     return found
 
 
-def events(
-    checkpoints: list[StateSnapshot],
-    modes: tuple[str, ...],
-    *,
-    waiting: bool,
-    meta: dict[str, Any],
-) -> list[Event]:
-    """The run's events so far. ``waiting``: the run stopped on the interrupts of its last
-    checkpoint (they are sent, then its values again, as the reference does)."""
-    out: list[Event] = []
+class RunMaker:
+    """A run's events, from the checkpoints of every namespace it streams, oldest first:
+    a :class:`Maker` each."""
 
-    def add(checkpoint: str, tag: str, event: str, data: Any) -> None:
-        if event == "messages" and "messages-tuple" in modes or event in modes:
-            out.append(Event(f"{checkpoint}.{tag}", event, data))
+    def __init__(self, modes: tuple[str, ...], meta: dict[str, Any]) -> None:
+        self.modes, self.meta = modes, meta
+        self.makers: dict[str, Maker] = {}
+        self.said: set[str] = set()
 
-    previous: StateSnapshot | None = None
-    for snap in checkpoints:
-        here = _id(snap)
-        if (snap.metadata or {}).get("source") == "input":
-            previous = snap
-            continue
-        if previous is not None and (previous.metadata or {}).get("source") != "input":
+    def last(self) -> dict[str, StateSnapshot]:
+        """The last checkpoint of each namespace made."""
+        return {ns: m.previous for ns, m in self.makers.items() if m.previous is not None}
+
+    def add(
+        self, again: dict[str, StateSnapshot], new: list[StateSnapshot], *, stopped: bool
+    ) -> list[Event]:
+        """The events of ``new``, after the last checkpoints read ``again`` (with the writes
+        of their tasks); ``stopped``: the run stopped on its interrupts."""
+        for ns, snap in again.items():
+            self.makers[ns].previous = snap
+        out: list[Event] = []
+        for snap in new:
+            ns = str(snap.config["configurable"].get("checkpoint_ns", ""))
+            if ns not in self.makers:
+                self.makers[ns] = Maker(self.modes, self.meta, ns, self.said)
+            out += self.makers[ns].add([snap])
+        if stopped and "" in self.makers:
+            out += self.makers[""].stopped()
+        return sorted(out, key=order)
+
+
+class Maker:
+    """The events of one checkpoint namespace of a run (``ns``: ``""`` for the graph, a
+    subgraph's otherwise, whose events are named ``event|ns``), made checkpoint by
+    checkpoint as they commit: each :meth:`add` gives the events of the checkpoints after
+    those it was given before. ``said``: the ids of the messages streamed so far, shared
+    by a run's makers (a message is streamed once, where it first appears)."""
+
+    def __init__(
+        self,
+        modes: tuple[str, ...],
+        meta: dict[str, Any],
+        ns: str = "",
+        said: set[str] | None = None,
+    ) -> None:
+        self.modes, self.meta, self.ns = modes, meta, ns
+        self.said = said if said is not None else set()
+        self.previous: StateSnapshot | None = None
+
+    def add(self, checkpoints: list[StateSnapshot]) -> list[Event]:
+        out: list[Event] = []
+        for snap in checkpoints:
+            self._step(snap, out)
+            self.previous = snap
+        return out
+
+    def stopped(self) -> list[Event]:
+        """The run stopped on the interrupts of its last checkpoint: they are sent, then
+        its values again, as the reference does."""
+        out: list[Event] = []
+        last = self.previous
+        if last is not None and last.interrupts:
+            self._interrupted(_id(last), last, out)
+            for k, task in enumerate(last.tasks):
+                if task.interrupts and debug.shown(task):
+                    result = debug.task_result(last, task, last)
+                    self._add(out, _id(last), f"4x{k:06d}", "debug", result)
+        return out
+
+    def _add(self, out: list[Event], checkpoint: str, tag: str, event: str, data: Any) -> None:
+        if event == "messages" and "messages-tuple" in self.modes or event in self.modes:
+            name = f"{event}|{self.ns}" if self.ns else event
+            out.append(Event(f"{checkpoint}.{tag}", name, data))
+
+    def _step(self, snap: StateSnapshot, out: list[Event]) -> None:
+        """The events of the step that led to ``snap`` (its parent's tasks), then its
+        values, then (``debug``) the tasks it starts."""
+        here, previous = _id(snap), self.previous
+        if previous is not None and _source(previous) != "input" and _source(snap) != "input":
             there = _id(previous)
             if previous.interrupts:  # it stopped there, and was answered
-                _interrupted(add, there, previous)
-                add(there, "5r", "values", shapes.jsonable(previous.values))
-            n = 0
-            for task in previous.tasks:
-                for message in _messages(task.result):
-                    data = [message, {**meta, "langgraph_node": task.name}]
-                    add(here, f"0m{n:06d}", "messages", data)
-                    n += 1
-            for k, task in enumerate(previous.tasks):
-                if task.result is not None:
-                    update = {task.name: shapes.jsonable(task.result)}
-                    add(here, f"1u{k:06d}", "updates", update)
-        add(here, "2v", "values", shapes.jsonable(snap.values))
-        previous = snap
-    if waiting and previous is not None and previous.interrupts:
-        _interrupted(add, _id(previous), previous)
-    return out
+                self._interrupted(there, previous, out)
+                self._add(out, there, "5r", "values", shapes.jsonable(previous.values))
+                self._checkpoint(previous, "5", out)  # the step runs again
+            self._results(previous, snap, out)
+        if _source(snap) != "input":
+            self._add(out, here, "2v", "values", shapes.jsonable(snap.values))
+        self._checkpoint(snap, "2", out)
+
+    def _checkpoint(self, snap: StateSnapshot, at: str, out: list[Event]) -> None:
+        """``debug``: the checkpoint, then the tasks it starts."""
+        here = _id(snap)
+        self._add(out, here, f"{at}w", "debug", debug.checkpoint(snap))
+        for k, task in enumerate(snap.tasks):
+            if debug.shown(task):
+                self._add(out, here, f"{at}x{k:06d}", "debug", debug.task(snap, task, self.meta))
+
+    def _results(self, previous: StateSnapshot, snap: StateSnapshot, out: list[Event]) -> None:
+        """What ``previous``'s tasks wrote, as ``snap`` follows them: their new messages,
+        their results (``debug``), their updates."""
+        here, n = _id(snap), 0
+        known = {m["id"] for m in _messages(previous.values)[1] if m.get("id")}
+        fresh = [m for m in _messages(snap.values)[1] if m.get("id") not in known]
+        written = [_messages(task.result, fresh) for task in previous.tasks]
+        for task, (_, messages) in zip(previous.tasks, written, strict=True):
+            for message in messages:
+                said = message.get("id")
+                if said and (said in known or said in self.said):
+                    continue  # the node's input, or streamed already (by a subgraph)
+                if said:
+                    self.said.add(said)
+                data = [message, {**self.meta, "langgraph_node": task.name}]
+                self._add(out, here, f"0m{n:06d}", "messages", data)
+                n += 1
+        for k, (task, (result, _)) in enumerate(zip(previous.tasks, written, strict=True)):
+            if debug.shown(task) and (task.result is not None or task.error is not None):
+                shown = debug.task_result(previous, task, snap, result=result)
+                self._add(out, here, f"1x{k:06d}", "debug", shown)
+        for k, (task, (result, _)) in enumerate(zip(previous.tasks, written, strict=True)):
+            if task.result is not None:
+                self._add(out, here, f"1u{k:06d}", "updates", {task.name: result})
+
+    def _interrupted(self, checkpoint: str, snap: StateSnapshot, out: list[Event]) -> None:
+        interrupts = [{"value": shapes.jsonable(i.value), "id": i.id} for i in snap.interrupts]
+        self._add(out, checkpoint, "3i0", "updates", {"__interrupt__": interrupts})
+        values = shapes.jsonable(snap.values)
+        if isinstance(values, dict):  # as the reference's values at an interrupt
+            values = {**values, "__interrupt__": interrupts}
+        self._add(out, checkpoint, "4i1", "values", values)
 
 
 def resumed_from(checkpoint: StateSnapshot) -> str:
@@ -102,30 +191,54 @@ def after(found: list[Event], last_id: str | None) -> list[Event]:
     return [event for event in found if _key(event.id) > last]
 
 
+def order(event: Event) -> tuple[str, str]:
+    """Where ``event`` goes among a run's events: events are sent in the order of their
+    ids."""
+    return _key(event.id)
+
+
 def _key(event_id: str) -> tuple[str, str]:
     checkpoint, _, tag = event_id.partition(".")
     return checkpoint, tag
 
 
-def _interrupted(add: Any, checkpoint: str, snap: StateSnapshot) -> None:
-    interrupts = [{"value": shapes.jsonable(i.value), "id": i.id} for i in snap.interrupts]
-    add(checkpoint, "3i0", "updates", {"__interrupt__": interrupts})
-    add(checkpoint, "4i1", "values", shapes.jsonable(snap.values))
+def _source(snap: StateSnapshot) -> Any:
+    return (snap.metadata or {}).get("source")
 
 
 def _id(snap: StateSnapshot) -> str:
     return str(snap.config["configurable"]["checkpoint_id"])
 
 
-def _messages(result: Any) -> list[Any]:
-    """The messages a task's writes hold (as LangGraph's messages stream finds them in a
-    node's output)."""
+def _messages(
+    written: Any, fresh: list[dict[str, Any]] | None = None
+) -> tuple[Any, list[dict[str, Any]]]:
+    """``written`` (a task's writes, or a state's values) as JSON, and the messages it
+    holds, as LangGraph's messages stream finds them in a node's output. A message written
+    without an id got one in the state: it takes the id of the first message of ``fresh``
+    (those new in the state) it is."""
     from langchain_core.messages import BaseMessage
 
-    if not isinstance(result, dict):
-        return []
-    found: list[Any] = []
-    for value in result.values():
+    if not isinstance(written, dict):
+        return shapes.jsonable(written), []
+    shown: dict[str, Any] = {}
+    found: list[dict[str, Any]] = []
+    for key, value in written.items():
         items = value if isinstance(value, list) else [value]
-        found += [shapes.jsonable(m) for m in items if isinstance(m, BaseMessage)]
-    return found
+        made = []
+        for item in items:
+            data = shapes.jsonable(item)
+            if isinstance(item, BaseMessage):
+                data = data if data.get("id") or fresh is None else _with_id(data, fresh)
+                found.append(data)
+            made.append(data)
+        shown[str(key)] = made if isinstance(value, list) else made[0]
+    return shown, found
+
+
+def _with_id(message: dict[str, Any], fresh: list[dict[str, Any]]) -> dict[str, Any]:
+    for k, candidate in enumerate(fresh):
+        if {**candidate, "id": None} == {**message, "id": None}:
+            del fresh[k]
+            return candidate
+    return message

@@ -1,0 +1,54 @@
+"""Many clients streaming at once from one ``waystone api`` process (the official async
+client), the runs driven by one async worker: every stream gets all of its run's events,
+once each and in order, its own and no other thread's."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from langgraph_sdk import get_client
+
+from tests.acceptance.conftest import Workers
+from tests.conftest import Cli
+from tests.support.api import api_server
+
+TOKEN = "many-streams-token"
+GRAPH = "assist=tests.support.graphs:assist_graph"
+MODES = ["values", "updates", "messages-tuple"]
+STREAMS = 20
+
+
+@pytest.fixture
+def api(cli: Cli, workers: Workers) -> Iterator[str]:
+    env = {"WAYSTONE_GRAPHS": GRAPH}
+    workers.spawn("--async", "--concurrency", str(STREAMS), env=env)
+    with api_server({**cli.env, **env, "WAYSTONE_API_TOKEN": TOKEN}) as url:
+        yield url
+
+
+async def streamed(url: str, n: int) -> tuple[str, list[Any]]:
+    lg = get_client(url=url, api_key=TOKEN)
+    try:
+        thread_id = (await lg.threads.create())["thread_id"]
+        said = {"messages": [{"role": "user", "content": f"hello {n}"}]}
+        parts = [
+            p async for p in lg.runs.stream(thread_id, "assist", input=said, stream_mode=MODES)
+        ]
+        return f"hello {n}", parts
+    finally:
+        await lg.aclose()
+
+
+def test_many_streams_on_one_server_all_get_their_events(api: str) -> None:
+    async def all_at_once() -> list[tuple[str, list[Any]]]:
+        together = asyncio.gather(*(streamed(api, n) for n in range(STREAMS)))
+        return await asyncio.wait_for(together, timeout=180)
+
+    for said, parts in asyncio.run(all_at_once()):
+        assert [p.event for p in parts] == ["metadata", "values", "messages", "updates", "values"]
+        ids = [p.id for p in parts[1:]]
+        assert ids == sorted(set(ids))  # once each, in order
+        assert [m["content"] for m in parts[-1].data["messages"]] == [said, f"echo {said}"]

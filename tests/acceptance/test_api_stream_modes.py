@@ -1,0 +1,127 @@
+"""The stream modes beyond values, updates and messages-tuple, through the official
+client against a real ``waystone api`` and worker: ``debug`` (checkpoints, tasks and
+their results, an interrupt and its answer), a subgraph's events (``stream_subgraphs``),
+and the modes whose events are not committed (``custom``, ``events``), refused."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+from langgraph_sdk import get_sync_client
+from langgraph_sdk.client import SyncLangGraphClient
+
+from tests.acceptance.conftest import Workers
+from tests.conftest import Cli
+from tests.support.api import api_server
+
+TOKEN = "stream-modes-token"
+GRAPHS = "assist=tests.support.graphs:assist_graph,nested=tests.support.stream_graphs:nested_graph"
+
+
+@pytest.fixture
+def lg(cli: Cli, workers: Workers) -> Iterator[SyncLangGraphClient]:
+    workers.spawn(env={"WAYSTONE_GRAPHS": GRAPHS})
+    env = {**cli.env, "WAYSTONE_GRAPHS": GRAPHS, "WAYSTONE_API_TOKEN": TOKEN}
+    with api_server(env) as url, get_sync_client(url=url, api_key=TOKEN) as client:
+        yield client
+
+
+def say(text: str) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+def steps(parts: list[Any]) -> list[tuple[str, int, str | None]]:
+    """Each debug event's type, step and task (None for a checkpoint)."""
+    return [
+        (p.data["type"], p.data["step"], p.data["payload"].get("name"))
+        for p in parts
+        if p.event == "debug"
+    ]
+
+
+def test_debug_shows_checkpoints_tasks_and_results(lg: SyncLangGraphClient) -> None:
+    thread_id = lg.threads.create()["thread_id"]
+    said = list(lg.runs.stream(thread_id, "assist", input=say("hi"), stream_mode="debug"))
+    assert steps(said) == [
+        ("checkpoint", -1, None),
+        ("checkpoint", 0, None),
+        ("task", 1, "assist"),
+        ("task_result", 1, "assist"),
+        ("checkpoint", 1, None),
+    ]
+    task, result, last = (p.data["payload"] for p in said[3:])
+    assert task["triggers"] == ["branch:to:assist"]
+    assert [m["content"] for m in task["input"]["messages"]] == ["hi"]
+    assert result["id"] == task["id"] and result["error"] is None
+    assert [m["content"] for m in result["result"]["messages"]] == ["echo hi"]
+    assert last["next"] == [] and last["checkpoint"]["thread_id"] == thread_id
+    assert last["metadata"]["step"] == 1 and last["parent_checkpoint"] is not None
+
+    asked = list(lg.runs.stream(thread_id, "assist", input=say("ok?"), stream_mode="debug"))
+    assert steps(asked)[-2:] == [("task", 4, "assist"), ("task_result", 4, "assist")]
+    [pending] = asked[-1].data["payload"]["interrupts"]
+    assert pending["value"] == {"question": "ok?"}
+    answered = list(
+        lg.runs.stream(thread_id, "assist", command={"resume": "yes"}, stream_mode="debug")
+    )
+    # the step it stopped at runs again, to its end
+    assert steps(answered) == [
+        ("checkpoint", 3, None),
+        ("task", 4, "assist"),
+        ("task_result", 4, "assist"),
+        ("checkpoint", 4, None),
+    ]
+    result = answered[3].data["payload"]
+    assert result["interrupts"] == [] and result["result"]["messages"][0]["content"] == (
+        "a person says: yes"
+    )
+
+
+def test_a_subgraphs_events_are_streamed_with_its_namespace(lg: SyncLangGraphClient) -> None:
+    thread_id = lg.threads.create()["thread_id"]
+    modes = ["updates", "messages-tuple"]
+    parts = list(
+        lg.runs.stream(
+            thread_id, "nested", input=say("hi"), stream_mode=modes, stream_subgraphs=True
+        )
+    )
+    shown = [
+        (p.event.split(":")[0], sorted(p.data) if p.event.startswith("updates") else None)
+        for p in parts[1:]
+    ]
+    assert shown == [
+        ("messages", None),
+        ("updates", ["first"]),
+        ("messages|child", None),
+        ("updates|child", ["inner"]),
+        ("updates", ["child"]),
+    ]
+    [inner] = [p for p in parts if p.event.startswith("updates|")]
+    task_id = inner.event.split(":", 1)[1]
+    state = lg.threads.get_history(thread_id, limit=100)
+    child_tasks = [t for s in state for t in s["tasks"] if t["name"] == "child"]
+    assert task_id in {t["id"] for t in child_tasks}  # the namespace names the subgraph's task
+    said = [p.data[0]["content"] for p in parts if p.event.startswith("messages")]
+    assert said == ["first of 1", "inner first of 1"]  # each message once, where it was made
+    ids = [p.id for p in parts[1:]]
+    assert ids == sorted(set(ids))
+    run_id = parts[0].data["run_id"]
+    joined = list(lg.runs.join_stream(thread_id, run_id, stream_mode=modes))
+    assert [p.event for p in joined[1:]] == ["messages", "updates", "messages", "updates"]
+
+
+def test_modes_whose_events_are_not_committed_are_refused(
+    lg: SyncLangGraphClient, sql: psycopg.Connection[Any]
+) -> None:
+    thread_id = lg.threads.create()["thread_id"]
+    for mode in ("custom", "events"):
+        with pytest.raises(httpx.HTTPStatusError) as refused:
+            list(lg.runs.stream(thread_id, "assist", input=say("hi"), stream_mode=[mode]))
+        assert refused.value.response.status_code == 422
+        assert "committed" in refused.value.response.json()["detail"]
+    runs = sql.execute("SELECT count(*) FROM waystone.runs WHERE thread_id = %s", (thread_id,))
+    assert runs.fetchone() == (0,)
