@@ -6,8 +6,9 @@ webhook (:mod:`waystone.web.operator`)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -71,8 +72,15 @@ def create_app(
         )
 
     api = Api(runtime, owners.from_env(os.environ, token or None))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        await api.follower.close()  # its task would outlive the loop otherwise
+
     return Starlette(
         routes=[*api.routes(), *operator.routes(site), *pages.routes(site)],
         middleware=[Middleware(Guard, hosts=hosts, max_body=limit)],
         exception_handlers={HTTPException: refused},
+        lifespan=lifespan,
     )

@@ -68,6 +68,14 @@ class Follower:
                 self._waiting.pop(thread_id, None)
                 self._marks.pop(thread_id, None)
 
+    async def close(self) -> None:
+        """Stop following (the server shuts down): its task ends with the loop's life."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
     async def _run(self) -> None:
         while True:
             if not self._waiting:

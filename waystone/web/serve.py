@@ -161,7 +161,7 @@ class WebServer:
         config = uvicorn.Config(
             app,
             http=protocol,
-            lifespan="off",
+            lifespan="on",  # create_app's: the stream follower stops with the server
             log_config=None,  # the process's logging is `waystone.logs`'s, not uvicorn's
             log_level="warning",
             access_log=False,
