@@ -176,17 +176,24 @@ class AsyncWaystoneSaver(WaystoneSaver):
             self._fence.deferred = None
 
     async def _send(self, batches: list[Batch]) -> None:
-        for batch in batches:
-            try:
-                await self._send_one(batch)
-            except LeaseLost:
-                if batch.own:
-                    raise
-                # held under a lease that moved on: dropped, as the sync saver does
-                logger.warning("dropped pending writes of a lease that moved on")
-                continue
-            for then in batch.then:
-                then()
+        try:
+            for batch in batches:
+                if batch.after:  # saves of what was held for this one, sent first
+                    await asyncio.wait([asyncio.wrap_future(f) for f in batch.after])
+                try:
+                    await self._send_one(batch)
+                except LeaseLost:
+                    if batch.own:
+                        raise
+                    # held under a lease that moved on: dropped, as the sync saver does
+                    logger.warning("dropped pending writes of a lease that moved on")
+                    continue
+                for then in batch.then:
+                    then()
+        finally:  # sent or not, a checkpoint waiting for them goes on
+            for batch in batches:
+                for sent in batch.sent:
+                    sent()
 
     async def _send_one(self, batch: Batch) -> None:
         """The batch in one round trip: pipelined up to one Sync, so Postgres runs it as

@@ -3,7 +3,9 @@ records a held save."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from typing import Any
 
 from langgraph._internal._constants import CONFIG_KEY_CHECKPOINT_NS, NS_SEP
@@ -101,6 +103,8 @@ class Batch:
         self.statements = statements
         self.own = own
         self.then: list[Callable[[], None]] = []
+        self.after: list[Future[None]] = []  # saves it must not commit before (`Out`)
+        self.sent: list[Callable[[], None]] = []  # once it is sent, committed or not
 
 
 class Recorder:
@@ -114,3 +118,36 @@ class Recorder:
 
     def executemany(self, query: str, params_seq: Any) -> None:
         self.statements.append((query, list(params_seq), True))
+
+
+class Out:
+    """Saves on their way to Postgres with what was held for a slot's next save: the
+    writes of a task that are not held (a ``Send`` branch with siblings, a second task)
+    take what its siblings' effects rode there, as a reader's flush does. LangGraph
+    saves those writes in the background and does not wait for them before it saves the
+    step's checkpoint and starts the next step; the checkpoint's save waits for them, so
+    a receipt is never committed after the checkpoint of a step past its effect."""
+
+    def __init__(self, lock: threading.Lock) -> None:
+        self._lock = lock  # the saver's, over its held slots: taking and counting are one
+        self._by: dict[tuple[str, str], set[Future[None]]] = {}
+
+    def take(self, where: tuple[str, str]) -> Callable[[], None]:
+        """Count a save of what was taken from ``where`` (under the lock); what to call
+        once that save has been sent, committed or not."""
+        done: Future[None] = Future()
+        self._by.setdefault(where, set()).add(done)
+
+        def sent() -> None:
+            with self._lock:
+                going = self._by.get(where, set())
+                going.discard(done)
+                if not going:
+                    self._by.pop(where, None)
+            done.set_result(None)
+
+        return sent
+
+    def of(self, where: tuple[str, str]) -> list[Future[None]]:
+        """The saves of what was taken from ``where`` not yet sent (under the lock)."""
+        return list(self._by.get(where, ()))

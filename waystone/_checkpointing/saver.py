@@ -26,6 +26,9 @@ node; its own, for a ``Send`` branch with siblings), before them, so the step is
 round trip and they are durable exactly when the node is done. A run that ends makes its
 final transition in the transaction of its graph's last checkpoint the same way
 (``finishing``). Whatever is held under one lease never commits under another (``_own``).
+Writes that go out at once take what is held with them, and LangGraph sends them in the
+background, saving the step's checkpoint without waiting for them: that save waits for
+them (``Out``), so a receipt never commits after a checkpoint past its effect.
 
 A new run's first two checkpoints (its input, and the input mapped by ``__start__``) are no
 node's boundary: both are made from the run's input, which its row already holds. They are
@@ -55,6 +58,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, wait
 from contextlib import contextmanager
 from typing import Any, cast
 
@@ -97,6 +101,7 @@ from waystone._checkpointing.held import (
     Answer,
     Batch,
     Held,
+    Out,
     Recorder,
     Statement,
     may_hold,
@@ -236,6 +241,7 @@ class WaystoneSaver(InThreads, PostgresSaver):
         self._sealer = sealer
         self._held_lock = threading.Lock()
         self._held: dict[tuple[str, str], Held] = {}
+        self._out = Out(self._held_lock)  # saves of held statements a checkpoint waits for
         # (thread, ns) -> the id of the latest checkpoint this process committed, or the
         # one it is saving. Only writes made from it can wait for the next save.
         self._latest: OrderedDict[tuple[str, str], str | None] = OrderedDict()
@@ -312,9 +318,14 @@ class WaystoneSaver(InThreads, PostgresSaver):
             return
         thread_id = (config.get("configurable") or {}).get("thread_id")
         with self._held_lock:
-            found = [self._held.pop(w) for w in list(self._held) if w[0] == thread_id]
-        for held in found:
-            self._write_held(held)
+            found = [
+                (self._held.pop(w), self._out.take(w))
+                for w in list(self._held)
+                if w[0] == thread_id
+            ]
+        with self._sending([sent for _, sent in found]):
+            for held, _ in found:
+                self._write_held(held)
 
     def _write_held(self, held: Held) -> None:
         with self.fenced(held.lease_token):
@@ -436,6 +447,7 @@ class WaystoneSaver(InThreads, PostgresSaver):
             self._fresh.discard(where[0])
         with self._held_lock:
             held = self._held.pop(where, None)
+            going = self._out.of(where)  # what was held here, on its way: committed first
             # writes made from the parent, arriving late, go out on their own; writes made
             # from this checkpoint (the input's) wait for the next save
             self._latest[where] = None
@@ -457,7 +469,7 @@ class WaystoneSaver(InThreads, PostgresSaver):
                 key = (where[0], lease) if lease is not None and not where[1] else None
                 finisher = self._finishers.get(key) if key is not None else None
                 ending = finisher(values) if finisher is not None else None
-                with self._fenced(config):
+                with self._fenced(config), self._after(going):
                     self._fence.held = [*(ending or []), *(earlier or [])]
                     saved = super().put(stored, checkpoint, metadata, new_versions)
                 if ending and lease is not None:
@@ -507,6 +519,7 @@ class WaystoneSaver(InThreads, PostgresSaver):
                     return
         with self._held_lock:
             held = self._held.pop(where, None)  # a sibling's writes: out together, now
+            sent = [self._out.take(where)] if held is not None else []
             if held is not None:
                 # a statement whose rows are wanted, and every statement after it (which may
                 # depend on it), wait for the next save: LangGraph does not wait for these
@@ -514,10 +527,11 @@ class WaystoneSaver(InThreads, PostgresSaver):
                 held.statements, kept = until_asked(held.statements)
                 if kept:
                     self._held[where] = Held(held.lease_token, [], kept)
-        held = self._own(held, int(token) if token is not None else None)
-        with self._fenced(config):
-            self._fence.held = held.all(self.INSERT_CHECKPOINT_WRITES_SQL) if held else None
-            super().put_writes(config, writes, task_id, task_path)
+        with self._sending(sent):
+            held = self._own(held, int(token) if token is not None else None)
+            with self._fenced(config):
+                self._fence.held = held.all(self.INSERT_CHECKPOINT_WRITES_SQL) if held else None
+                super().put_writes(config, writes, task_id, task_path)
 
     def _own(self, held: Held | None, lease: int | None) -> Held | None:
         """``held`` if it was held under ``lease``, for a save under it to commit. Held under
@@ -541,6 +555,36 @@ class WaystoneSaver(InThreads, PostgresSaver):
             deferred[-1].then.append(then)
         else:
             then()
+
+    @contextmanager
+    def _sending(self, sent: Sequence[Callable[[], None]]) -> Iterator[None]:
+        """Calls each of ``sent`` (see ``Out.take``) once the saves made inside were sent,
+        committed or not: at once, or after an async save's batches (see aio)."""
+        deferred: list[Batch] | None = getattr(self._fence, "deferred", None)
+        before = len(deferred) if deferred is not None else 0
+        try:
+            yield
+        except BaseException:
+            for then in sent:
+                then()
+            raise
+        if deferred is not None and len(deferred) > before:
+            deferred[-1].sent.extend(sent)
+        else:
+            for then in sent:
+                then()
+
+    @contextmanager
+    def _after(self, going: Sequence[Future[None]]) -> Iterator[None]:
+        """The save made inside commits after ``going`` were sent: waited for here, or
+        by an async save before it sends its batch (see aio)."""
+        deferred: list[Batch] | None = getattr(self._fence, "deferred", None)
+        if deferred is None and going:
+            wait(going)
+        before = len(deferred) if deferred is not None else 0
+        yield
+        if deferred is not None and len(deferred) > before:
+            deferred[-1].after.extend(going)
 
     def flush(self, thread_id: str) -> None:
         """Commit the writes held for ``thread_id`` (normally its next save does); raises
