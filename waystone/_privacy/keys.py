@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import os
 import secrets
+import tempfile
 from pathlib import Path
 
 from waystone._privacy.seal import Sealer
@@ -37,9 +39,18 @@ def load_key(home: Path) -> bytes:
     if path.exists():
         return parse_key(path.read_text())
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(secrets.token_hex(32))
+    # written whole under another name, then linked into place: two processes starting at
+    # once in a new home agree on one key, and neither reads a half-written file
+    fd, draft = tempfile.mkstemp(prefix=".vault.key.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_hex(32))
+            handle.flush()
+            os.fsync(handle.fileno())
+        with contextlib.suppress(FileExistsError):  # another process's key came first
+            os.link(draft, path)
+    finally:
+        os.unlink(draft)
     return parse_key(path.read_text())
 
 
