@@ -40,6 +40,9 @@ def pgdata_path(home: Path) -> Path:
 def ensure_server(home: Path) -> str:
     """Start (or find running) the embedded server under ``home``; return its URL."""
     pgdata = pgdata_path(home)
+    running = server_info(home)
+    if running.url is not None and _accepting(pgdata):
+        return running.url  # asking the package spawns processes: a CLI command's 0.3 s
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     module = _server_module()
     with warnings.catch_warnings():
@@ -92,6 +95,16 @@ def server_info(home: Path) -> ServerInfo:
         started_at=datetime.fromtimestamp(started, UTC),
         url=f"postgresql://postgres:@/postgres?host={socket_dir}" if socket_dir else None,
     )
+
+
+def _accepting(pgdata: Path) -> bool:
+    """Whether the server's ``postmaster.pid`` says it is ready and its socket is there."""
+    try:
+        lines = (pgdata / "postmaster.pid").read_text().splitlines()
+        port, socket_dir, status = lines[3].strip(), lines[4].strip(), lines[7].strip()
+    except (OSError, IndexError):
+        return False
+    return status == "ready" and (Path(socket_dir) / f".s.PGSQL.{port}").exists()
 
 
 def _alive(pid: int) -> bool:
