@@ -15,6 +15,7 @@ import importlib.util
 import json
 import os
 import sys
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -73,21 +74,30 @@ def load_langgraph_json(path: Path) -> dict[str, GraphSource]:
     return found
 
 
+# A worker's threads (its slots, its cron ticker, its webhook deliverer) load graphs at
+# once: a module is in sys.modules before its body has run, so loading is one at a time.
+_LOADING = threading.RLock()
+
+
 def _from_file(config: Path, file: Path, attr: str) -> GraphSource:
     module_name = "_".join(file.with_suffix("").parts[-2:]).replace(" ", "_").lstrip(".")
-    loaded = sys.modules.get(module_name)
-    if loaded is not None and getattr(loaded, "__file__", None) == str(file):
-        return getattr(loaded, attr)  # a second graph of the same file
-    spec = importlib.util.spec_from_file_location(module_name, file)
-    if spec is None or spec.loader is None or not file.is_file():
-        raise BadInput(f"{config}: no Python file {file}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    try:
-        spec.loader.exec_module(module)
-        return getattr(module, attr)
-    except Exception as exc:  # the user's module: whatever it raises, the graph is unusable
-        raise BadInput(f"{config}: cannot load {file}:{attr}: {type(exc).__name__}: {exc}") from exc
+    with _LOADING:
+        loaded = sys.modules.get(module_name)
+        if loaded is not None and getattr(loaded, "__file__", None) == str(file):
+            return getattr(loaded, attr)  # a second graph of the same file
+        spec = importlib.util.spec_from_file_location(module_name, file)
+        if spec is None or spec.loader is None or not file.is_file():
+            raise BadInput(f"{config}: no Python file {file}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+            return getattr(module, attr)
+        except Exception as exc:  # the user's module: whatever it raises, it is unusable
+            sys.modules.pop(module_name, None)
+            raise BadInput(
+                f"{config}: cannot load {file}:{attr}: {type(exc).__name__}: {exc}"
+            ) from exc
 
 
 def load_graphs(text: str) -> dict[str, GraphSource]:
