@@ -103,6 +103,9 @@ def test_an_interrupt_is_answered_from_the_run_page_and_the_run_goes_on(
             assert posted.value.status == 303
             page.wait_for_url(run_url)
             assert len(signals(sql, trip, "resume")) == 1
+            answered = page.locator("#interrupts tr.interrupt").inner_text()
+            assert "answered by web; waiting for a worker" in answered
+            assert page.locator("#interrupts textarea").count() == 0  # not answered twice
 
             # A worker goes on with it: the booking is made and the model answers.
             workers.spawn(env=GRAPH)

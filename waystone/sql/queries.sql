@@ -742,6 +742,13 @@ JOIN unnest(%(thread_ids)s::text[], %(namespaces)s::text[], %(versions)s::text[]
   ON b.thread_id = k.thread_id AND b.checkpoint_ns = k.checkpoint_ns
  AND b.channel = '__pregel_tasks' AND b.version = k.version;
 
+-- name: answered_interrupts
+-- The interrupts of a thread answered (`resume` signals) that no run has taken yet.
+SELECT dedupe_key AS interrupt_id, actor
+FROM waystone.signals
+WHERE thread_id = %(thread_id)s AND name = 'resume' AND consumed_at IS NULL
+ORDER BY id;
+
 -- name: graph_position
 -- What a run's latest checkpoint (or %(checkpoint_id)s) says about the nodes that run next
 -- (see waystone._checkpointing.position): its format and source, the channel versions, the
