@@ -221,8 +221,9 @@ def _retries(conn: Conn, limit: int) -> list[dict[str, Any]]:
     ]
 
 
-def step_times(rt: Runtime, thread_id: str) -> list[dict[str, Any]]:
-    """The step times of one thread's runs (its page), read by the thread's keys."""
+def step_times(rt: Runtime, thread_id: str | None = None) -> list[dict[str, Any]]:
+    """The step times of every run, or of one thread's runs (its page: read by the
+    thread's keys)."""
     with rt.connection() as conn:
         return _step_times.read(conn, _serdes(rt), thread_id)
 
