@@ -1,9 +1,11 @@
 """Step times name the nodes of the graph that ran: a ``create_react_agent`` whose model
-calls two tools in one turn (two ``Send`` tasks to ``tools``), on a real Postgres."""
+calls two tools in one turn (two ``Send`` tasks to ``tools``), and a checkpointed subgraph
+that sends one branch per part, on a real Postgres."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -12,6 +14,7 @@ import pytest
 from tests.support.react_graphs import trip_agent
 from waystone import Runtime, Settings
 from waystone.dashboard import snapshot, step_times
+from waystone.examples.provider import ProviderProcess
 from waystone.sql import query
 
 ASK = {"messages": [{"role": "user", "content": "a trip to Lyon"}]}
@@ -92,3 +95,25 @@ def test_a_runs_step_times_are_read_by_index(
         text = "\n".join(row[0] for row in plan.fetchall())
         assert "Seq Scan" not in text, text
         assert "Index" in text, text
+
+
+def test_sends_inside_a_checkpointed_subgraph_are_named(
+    database_url: str,
+    provider: ProviderProcess,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The fan-out graph's subgraph sends one ``branch`` per part, in its own namespace."""
+    from tests.support import fanout
+
+    del provider
+    monkeypatch.setenv(fanout.MARKS, str(tmp_path / "marks"))
+    graphs = {"fanout": fanout.fanout_graph()}
+    with Runtime(Settings(database_url=database_url), graphs=graphs) as rt:
+        done = rt.invoke("fanout", {"order_id": "o7"})
+        assert done.state == "done"
+        times = {r["node"]: r for r in step_times(rt, done.thread_id)}
+
+    assert set(times) == {"intake", "plan", "branch", "tally", "refunds", "close"}
+    assert times["branch"]["n"] == 1  # four branches, one step
+    assert all(r["graph"] == "fanout" for r in times.values())

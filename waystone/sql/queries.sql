@@ -698,7 +698,8 @@ WITH steps AS (
 -- own; its tasks saved their writes under the parent. A pulled task's path names its
 -- node; a Send task's gives its index in the parent's __pregel_tasks (node NULL).
 timed AS (
-    SELECT s.*,
+    SELECT s.graph, s.thread_id, s.checkpoint_ns, s.checkpoint_id, s.parent_id,
+           s.tasks_version, s.ended,
            greatest(
                s.parent_ts,
                (SELECT max(e.created_at)
