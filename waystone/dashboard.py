@@ -6,7 +6,8 @@ transaction, so every view agrees on "now") as a JSON-serialisable dict:
 * ``counts_by_state``: how many runs are in each of the six states;
 * ``active_runs``: queued, running, waiting and needs-human runs, oldest first;
 * ``retries_by_step``: where retries happen (history events, plus effect attempts);
-* ``step_times``: mean and p95 wall time of each graph node, from LangGraph's checkpoints;
+* ``step_times``: mean and p95 wall time of each node of each graph that ran, from
+  LangGraph's checkpoints;
 * ``pending_approvals``: runs waiting for a person's decision, longest waiting first (an
   approved run waits for a worker: it is among the active runs, shown as approved);
 * ``pending_signals`` / ``undelivered_signals``: runs waiting for a named signal, and
@@ -16,46 +17,36 @@ transaction, so every view agrees on "now") as a JSON-serialisable dict:
 
 :func:`render` prints the same picture as rich tables.
 
-How node durations are measured: every completed super-step writes a checkpoint ``C``
-(``metadata.source = 'loop'``) whose parent ``P`` is the checkpoint the step started from;
-the step took ``ts(C) - ts(P)`` (``checkpoint->>'ts'``). The tasks that ran in that step
-saved their writes in ``checkpoint_writes`` under ``P``'s id, and the writes' ``task_path``
-names the node: ``'~__pregel_pull, <node>'`` for an edge-triggered node. A ``Send`` task's
-path (``'~__pregel_push, <index>, ...'``) names no node; in Waystone's graph the only
-``Send`` target is the ``check`` node (see :func:`waystone.preset._nodes.verify.fan_out`). When a
-run was parked or lost its process inside a step (an approval, a signal wait, a crash), the
-step is timed from the claim that resumed it (a ``transition`` to ``running`` or a
-``lease-takeover`` event) rather than from ``P``, so waiting time is not counted as work.
-Parallel tasks of one step share that step's wall time.
+Step times are named by the nodes of the graph that ran, ``Send`` tasks under their own
+node (see :mod:`waystone._step_times`).
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
+from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.serde.base import SerializerProtocol
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from waystone import _step_times
 from waystone._checkpointing.database import Conn
 from waystone._runs.states import STATES
 from waystone._status import shown_reason
-from waystone.preset._nodes.verify import CHECK_NODE
 
 if TYPE_CHECKING:
     from waystone.runtime import Runtime
 
+logger = logging.getLogger(__name__)
+
 ACTIVE_STATES: Final[tuple[str, ...]] = ("queued", "running", "waiting", "needs-human")
-STEP_NODES: Final[tuple[str, ...]] = (
-    "propose",
-    "authorize",
-    "execute",
-    "confirm",
-    CHECK_NODE,
-    "verify",
-)
 RETRY_KINDS: Final[dict[str, str]] = {
     "retry": "execute",
     "lookup-retry": "execute",
@@ -119,56 +110,6 @@ ORDER BY retries DESC, step
 LIMIT %(limit)s
 """
 
-# One row per (step, node): the checkpoint a step wrote (c), the one it started from (p),
-# and the nodes whose tasks saved writes under p. See the module docstring.
-STEP_TIMES_SQL: Final = """
-WITH steps AS (
-    SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, p.checkpoint_id AS parent_id,
-           (p.checkpoint ->> 'ts')::timestamptz AS parent_ts,
-           (c.checkpoint ->> 'ts')::timestamptz AS ended
-    FROM checkpoints c
-    JOIN waystone.runs r ON r.thread_id = c.thread_id
-    JOIN checkpoints p
-      ON p.thread_id = c.thread_id
-     AND p.checkpoint_ns = c.checkpoint_ns
-     AND p.checkpoint_id = c.parent_checkpoint_id
-    WHERE c.metadata ->> 'source' = 'loop'
-),
-timed AS (
-    SELECT s.*,
-           greatest(
-               s.parent_ts,
-               (SELECT max(e.created_at)
-                FROM waystone.run_events e
-                WHERE e.thread_id = s.thread_id
-                  AND ((e.kind = 'transition' AND e.to_state = 'running')
-                       OR e.kind = 'lease-takeover')
-                  AND e.created_at > s.parent_ts
-                  AND e.created_at < s.ended)
-           ) AS started
-    FROM steps s
-),
-ran AS (
-    SELECT DISTINCT t.thread_id, t.checkpoint_ns, t.checkpoint_id,
-           CASE WHEN starts_with(w.task_path, '~__pregel_push') THEN %(push_node)s
-                ELSE split_part(w.task_path, ', ', 2)
-           END AS node,
-           greatest(extract(epoch FROM t.ended - t.started)::float8 * 1000.0, 0.0) AS ms
-    FROM timed t
-    JOIN checkpoint_writes w
-      ON w.thread_id = t.thread_id
-     AND w.checkpoint_ns = t.checkpoint_ns
-     AND w.checkpoint_id = t.parent_id
-)
-SELECT node,
-       count(*)::bigint AS n,
-       avg(ms)::float8 AS mean_ms,
-       percentile_cont(0.95) WITHIN GROUP (ORDER BY ms)::float8 AS p95_ms
-FROM ran
-WHERE node = ANY(%(nodes)s)
-GROUP BY node
-"""
-
 # Runs waiting for a decision: an approved one waits for a worker, not for a person.
 PENDING_APPROVALS_SQL: Final = f"""
 SELECT r.thread_id, r.agent,
@@ -227,7 +168,7 @@ def snapshot(rt: Runtime, *, limit: int = 10) -> dict[str, Any]:
             "counts_by_state": _counts(conn),
             "active_runs": _active_runs(conn, limit),
             "retries_by_step": _retries(conn, limit),
-            "step_times": _step_times(conn),
+            "step_times": _step_times.read(conn, _serdes(rt)),
             "pending_approvals": _pending_approvals(conn, limit),
             "pending_signals": _pending_signals(conn, limit),
             "pending_interrupts": _pending_interrupts(conn, limit),
@@ -280,22 +221,29 @@ def _retries(conn: Conn, limit: int) -> list[dict[str, Any]]:
     ]
 
 
-def _step_times(conn: Conn) -> list[dict[str, Any]]:
-    """Every node of the graph, in graph order; ``None`` times for a node never timed."""
-    params = {"nodes": list(STEP_NODES), "push_node": CHECK_NODE}
-    found = {r["node"]: r for r in _fetch(conn, STEP_TIMES_SQL, params)}
-    times: list[dict[str, Any]] = []
-    for node in STEP_NODES:
-        row = found.get(node)
-        times.append(
-            {
-                "node": node,
-                "n": int(row["n"]) if row else 0,
-                "mean_ms": _ms(row["mean_ms"]) if row else None,
-                "p95_ms": _ms(row["p95_ms"]) if row else None,
-            }
-        )
-    return times
+def step_times(rt: Runtime, thread_id: str | None = None) -> list[dict[str, Any]]:
+    """The step times of every run, or of one thread's runs (its page: read by the
+    thread's keys)."""
+    with rt.connection() as conn:
+        return _step_times.read(conn, _serdes(rt), thread_id)
+
+
+def _serdes(rt: Runtime) -> Callable[[str], SerializerProtocol | None]:
+    """Reads a graph's checkpoints as its saver does (sealed, its allowed types); None
+    for a graph this runtime does not drive."""
+
+    @functools.cache
+    def serde_of(graph: str) -> SerializerProtocol | None:
+        if graph not in rt.names():
+            return None
+        try:
+            saver = rt.graph(graph).checkpointer
+        except Exception as exc:  # a graph that cannot be built: its Sends go unnamed
+            logger.warning("cannot build the graph %r: %s", graph, exc)
+            return None
+        return saver.serde if isinstance(saver, BaseCheckpointSaver) else None
+
+    return serde_of
 
 
 def _pending_approvals(conn: Conn, limit: int) -> list[dict[str, Any]]:
@@ -376,9 +324,11 @@ def render(data: dict[str, Any], console: Console) -> None:
     for r in data["retries_by_step"]:
         retries.add_row(*_cells(r["step"], r["retries"]))
 
-    times = _table("Step times (ms)", "node", "n", "mean", "p95")
+    times = _table("Step times (ms)", "graph", "node", "n", "mean", "p95")
     for r in data["step_times"]:
-        times.add_row(*_cells(r["node"], r["n"], _number(r["mean_ms"]), _number(r["p95_ms"])))
+        times.add_row(
+            *_cells(r["graph"], r["node"], r["n"], _number(r["mean_ms"]), _number(r["p95_ms"]))
+        )
 
     approvals = _table("Pending approvals", "thread", "agent", "waiting", "tool", "reason")
     for r in data["pending_approvals"]:

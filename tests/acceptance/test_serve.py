@@ -547,7 +547,8 @@ def test_the_dashboard_page_shows_retries_step_times_and_signals_as_the_cli_dash
     for r in data["step_times"]:
         mean = "-" if r["mean_ms"] is None else f"{r['mean_ms']:.1f}"
         p95 = "-" if r["p95_ms"] is None else f"{r['p95_ms']:.1f}"
-        assert f"<td>{r['node']}</td><td>{r['n']}</td><td>{mean}</td><td>{p95}</td>" in times, r
+        cells = f"<td>{r['graph']}</td><td>{r['node']}</td><td>{r['n']}</td>"
+        assert f"{cells}<td>{mean}</td><td>{p95}</td>" in times, r
     [pending] = data["pending_signals"]
     assert f"<code>{esc(pending['waiting_for'])}</code>" in _section(page, "pending-signals")
     assert waits.thread_id in _section(page, "pending-signals")

@@ -1,8 +1,8 @@
 """Every value a run holds is shown as text on the pages, never run as markup: a goal, an
-approval's comment, an interrupt's payload, a message and a node's name holding
-``<script>``, ``<img onerror>`` and quotes, read in headless Chromium. The text must be
-on the page literally and no element of it may exist (the check holds whatever the CSP
-would block)."""
+approval's comment, an interrupt's payload, a message, a tool call and its result, and a
+node's name holding ``<script>``, ``<img onerror>`` and quotes, read in headless Chromium.
+The text must be on the page literally and no element of it may exist (the check holds
+whatever the CSP would block)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from typing import Any, TypedDict
 from urllib.parse import quote
 
 import pytest
-from langgraph.graph import END, START, StateGraph
+from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import interrupt
 
 from tests.acceptance.test_serve import CHROMIUM, CHROMIUM_ARGS, TOKEN, Served
@@ -48,22 +49,51 @@ def marked_graph() -> StateGraph[Any]:
     return builder
 
 
+def _called(state: MessagesState) -> dict[str, list[AnyMessage]]:
+    call = {"name": MARKUP, "args": {"q": MARKUP}, "id": "call-1"}
+    return {
+        "messages": [
+            AIMessage(content="", tool_calls=[call]),
+            ToolMessage(MARKUP, tool_call_id="call-1", name=MARKUP),
+        ]
+    }
+
+
+def called_graph() -> StateGraph[Any]:
+    """One node that adds a tool call and its result, each holding markup."""
+    builder: StateGraph[Any] = StateGraph(MessagesState)
+    builder.add_node("called", _called)
+    builder.add_edge(START, "called")
+    builder.add_edge("called", END)
+    return builder
+
+
 @pytest.fixture
 def marked(
     database_url: str, provider: ProviderProcess
 ) -> Iterator[tuple[Runtime, dict[str, str]]]:
     """A runtime with the graphs, and a run of each kind whose text holds MARKUP."""
     del provider
-    graphs = {"marked": marked_graph(), "chat": chat_graph()}
+    graphs = {"marked": marked_graph(), "chat": chat_graph(), "called": called_graph()}
     with Runtime(Settings(database_url=database_url), graphs=graphs) as rt:
         asked = rt.start("marked", {"question": MARKUP}, goal=MARKUP).thread_id
         assert rt.run(asked).state == "waiting"
         chat = rt.invoke("chat", {"messages": [{"role": "user", "content": MARKUP}]})
         assert chat.state == "done"
+        called = rt.invoke("called", {"messages": [{"role": "user", "content": "go"}]})
+        assert called.state == "done"
         refund = rt.start("refund", REFUND_INPUT).thread_id
         assert rt.run(refund).state == "waiting"
         rt.approve(refund, by="ana", comment=MARKUP)
-        yield rt, {"asked": asked, "chat": chat.thread_id, "refund": refund}
+        yield (
+            rt,
+            {
+                "asked": asked,
+                "chat": chat.thread_id,
+                "called": called.thread_id,
+                "refund": refund,
+            },
+        )
 
 
 def test_markup_in_a_runs_values_is_shown_as_text(
@@ -112,6 +142,13 @@ def test_markup_in_a_runs_values_is_shown_as_text(
                 visit(page, f"/runs/{quote(runs['chat'], safe='')}")
                 messages = shown(page, "#messages")
                 assert f"echo {MARKUP}" in messages
+
+                visit(page, f"/runs/{quote(runs['called'], safe='')}")
+                assert page.locator("#interrupts textarea").count() == 0
+                call = shown(page, '.tool-call[data-tool-call-id="call-1"]')
+                assert json.dumps({"q": MARKUP}) in call
+                shown(page, '.tool-result[data-tool-call-id="call-1"]')
+                assert MARKUP in page.locator("#messages pre").last.inner_text()
 
                 visit(page, f"/runs/{quote(runs['refund'], safe='')}")
                 assert f"approve by ana: {MARKUP}" in shown(page, "#events")

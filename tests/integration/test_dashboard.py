@@ -79,6 +79,7 @@ def test_snapshot_of_a_done_a_waiting_and_a_queued_run(
 
     times = _by(data["step_times"], "node")
     assert list(times) == ["propose", "authorize", "execute", "confirm", "check", "verify"]
+    assert {row["graph"] for row in data["step_times"]} == {"refund"}
     for node in ("propose", "authorize", "execute", "confirm", "verify"):
         row = times[node]
         assert row["n"] > 0, row
@@ -177,7 +178,9 @@ def test_render_shows_reasons_as_text_not_markup() -> None:
             }
         ],
         "retries_by_step": [],
-        "step_times": [{"node": "propose", "n": 0, "mean_ms": None, "p95_ms": None}],
+        "step_times": [
+            {"graph": "refund", "node": "propose", "n": 1, "mean_ms": 2.0, "p95_ms": 2.0}
+        ],
         "pending_approvals": [],
         "pending_signals": [],
         "pending_interrupts": [],

@@ -9,7 +9,7 @@ from waystone.web.replies import kind_of, route_path
 
 def test_each_path_gets_its_kind() -> None:
     assert [kind_of(p) for p in ("/", "/login", "/runs/t-1")] == ["html"] * 3
-    for form in ("/login", "/logout", "/runs/t-1/approve", "/runs/t-1/reject"):
+    for form in ("/login", "/logout", "/runs/t-1/approve", "/runs/t-1/reject", "/runs/t/resume"):
         assert kind_of(form, "POST") == "html", form
     assert kind_of("/api/runs") == kind_of("/signals/t/n", "POST") == "api"
     for path, method in (

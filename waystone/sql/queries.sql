@@ -656,6 +656,100 @@ WHERE key = %(key)s AND expires_at > clock_timestamp();
 -- name: revoke_web_session
 DELETE FROM waystone.web_sessions WHERE key = %(key)s;
 
+-- name: step_times
+-- The timed steps of every run (see waystone._step_times), for the dashboard.
+WITH steps AS (
+    SELECT r.agent AS graph, c.thread_id, c.checkpoint_ns, c.checkpoint_id,
+           p.checkpoint_id AS parent_id,
+           p.checkpoint -> 'channel_versions' ->> '__pregel_tasks' AS tasks_version,
+           (p.checkpoint ->> 'ts')::timestamptz AS parent_ts,
+           (c.checkpoint ->> 'ts')::timestamptz AS ended
+    FROM public.checkpoints c
+    JOIN waystone.runs r ON r.thread_id = c.thread_id
+    JOIN public.checkpoints p
+      ON p.thread_id = c.thread_id
+     AND p.checkpoint_ns = c.checkpoint_ns
+     AND p.checkpoint_id = c.parent_checkpoint_id
+    WHERE c.metadata ->> 'source' = 'loop'
+),
+-- include: timed_steps
+
+-- name: step_times_of_thread
+-- The timed steps of one thread's runs, by its keys only (a run's page).
+WITH steps AS (
+    SELECT r.agent AS graph, c.thread_id, c.checkpoint_ns, c.checkpoint_id,
+           p.checkpoint_id AS parent_id,
+           p.checkpoint -> 'channel_versions' ->> '__pregel_tasks' AS tasks_version,
+           (p.checkpoint ->> 'ts')::timestamptz AS parent_ts,
+           (c.checkpoint ->> 'ts')::timestamptz AS ended
+    FROM public.checkpoints c
+    JOIN waystone.runs r ON r.thread_id = c.thread_id
+    JOIN public.checkpoints p
+      ON p.thread_id = c.thread_id
+     AND p.checkpoint_ns = c.checkpoint_ns
+     AND p.checkpoint_id = c.parent_checkpoint_id
+    WHERE c.thread_id = %(thread_id)s AND c.metadata ->> 'source' = 'loop'
+),
+-- include: timed_steps
+
+-- name: timed_steps
+-- Part of step_times: one row per step and task that saved writes in it. A step took from
+-- its parent checkpoint (or the later claim that resumed it: waiting is not work) to its
+-- own; its tasks saved their writes under the parent. A pulled task's path names its
+-- node; a Send task's gives its index in the parent's __pregel_tasks (node NULL).
+timed AS (
+    SELECT s.graph, s.thread_id, s.checkpoint_ns, s.checkpoint_id, s.parent_id,
+           s.tasks_version, s.ended,
+           greatest(
+               s.parent_ts,
+               (SELECT max(e.created_at)
+                FROM waystone.run_events e
+                WHERE e.thread_id = s.thread_id
+                  AND ((e.kind = 'transition' AND e.to_state = 'running')
+                       OR e.kind = 'lease-takeover')
+                  AND e.created_at > s.parent_ts
+                  AND e.created_at < s.ended)
+           ) AS started
+    FROM steps s
+),
+tasks AS (
+    SELECT DISTINCT t.graph, t.thread_id, t.checkpoint_ns, t.checkpoint_id, t.ended,
+           w.task_path,
+           CASE WHEN starts_with(w.task_path, '~__pregel_push, ') THEN t.tasks_version END
+               AS tasks_version,
+           greatest(extract(epoch FROM t.ended - t.started)::float8 * 1000.0, 0.0) AS ms
+    FROM timed t
+    JOIN public.checkpoint_writes w
+      ON w.thread_id = t.thread_id
+     AND w.checkpoint_ns = t.checkpoint_ns
+     AND w.checkpoint_id = t.parent_id
+)
+SELECT graph, thread_id, checkpoint_ns, checkpoint_id, ended, ms, tasks_version,
+       CASE WHEN starts_with(task_path, '~__pregel_pull, ')
+            THEN split_part(task_path, ', ', 2) END AS node,
+       CASE WHEN starts_with(task_path, '~__pregel_push, ')
+             AND split_part(task_path, ', ', 2) ~ '^[0-9]{1,18}$'
+            THEN split_part(task_path, ', ', 2)::bigint END AS send_index
+FROM tasks
+ORDER BY ended, checkpoint_id;
+
+-- name: send_targets
+-- The Send packets a step's tasks came from: the __pregel_tasks value at each
+-- (thread, namespace, version) given, by the blobs' keys.
+SELECT b.thread_id, b.checkpoint_ns, b.version, b.type, b.blob
+FROM public.checkpoint_blobs b
+JOIN unnest(%(thread_ids)s::text[], %(namespaces)s::text[], %(versions)s::text[])
+     AS k (thread_id, checkpoint_ns, version)
+  ON b.thread_id = k.thread_id AND b.checkpoint_ns = k.checkpoint_ns
+ AND b.channel = '__pregel_tasks' AND b.version = k.version;
+
+-- name: answered_interrupts
+-- The interrupts of a thread answered (`resume` signals) that no run has taken yet.
+SELECT dedupe_key AS interrupt_id, actor
+FROM waystone.signals
+WHERE thread_id = %(thread_id)s AND name = 'resume' AND consumed_at IS NULL
+ORDER BY id;
+
 -- name: graph_position
 -- What a run's latest checkpoint (or %(checkpoint_id)s) says about the nodes that run next
 -- (see waystone._checkpointing.position): its format and source, the channel versions, the

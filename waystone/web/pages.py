@@ -1,20 +1,24 @@
 """The pages: the dashboard (``GET /``), a run's page (``GET /runs/{thread_id}``) with a
-picture of its graph, the login and logout forms and the Approve and Reject forms. A form
-post needs a session, the session's CSRF token and a page of this server as its Origin
-(:class:`waystone.web.gate.Gate`)."""
+picture of its graph, the login and logout forms, the Approve and Reject forms and the
+form that answers a graph's ``interrupt()``. A form post needs a session, the session's
+CSRF token and a page of this server as its Origin (:class:`waystone.web.gate.Gate`)."""
 
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 from typing import Any
+from urllib.parse import quote
 
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from waystone._json_input import parse_json_input
+from waystone.errors import BadInput
 from waystone.runtime import RunStatus
+from waystone.sql import query
 from waystone.web.calls import Call, Site, form_fields, route, text_field
+from waystone.web.conversation import shown_messages
 from waystone.web.gate import NO_TOKEN, SESSION_COOKIE, TOKEN_ENV
 from waystone.web.operator import shown
 from waystone.web.picture import END, START, Picture, layout
@@ -36,6 +40,7 @@ def routes(site: Site) -> list[Route]:
         route(site, "POST", "/logout", "html", logout),
         route(site, "POST", "/runs/{thread_id}/approve", "html", form_approve),
         route(site, "POST", "/runs/{thread_id}/reject", "html", form_reject),
+        route(site, "POST", "/runs/{thread_id}/resume", "html", form_resume),
     ]
 
 
@@ -65,6 +70,8 @@ def dashboard(call: Call) -> Response:
 
 
 def run_page(call: Call) -> Response:
+    from waystone import dashboard as views
+
     thread_id = call.params["thread_id"]
     status = call.rt.status(thread_id)
     history = call.rt.history(thread_id)
@@ -79,6 +86,8 @@ def run_page(call: Call) -> Response:
         picture=picture,
         picture_note=note,
         messages=_messages(call, status),
+        times=views.step_times(call.rt, thread_id),
+        answered=_answered(call, status),
     )
 
 
@@ -106,18 +115,22 @@ def _picture(call: Call, status: RunStatus, history: dict[str, Any]) -> tuple[Pi
     return layout(labels, edges, _current(status, history)), ""
 
 
-def _messages(call: Call, status: RunStatus) -> list[dict[str, str]]:
+def _messages(call: Call, status: RunStatus) -> list[dict[str, Any]]:
     """The run's messages (a ``messages`` channel), as stored: personal data as tokens."""
     if status.agent not in call.rt.names() or not call.rt.is_graph(status.agent):
         return []
     state = call.rt.graph(status.agent).get_state(call.rt.config(status.thread_id))
-    found = state.values.get("messages") if isinstance(state.values, dict) else None
-    shown_messages = []
-    for m in found if isinstance(found, list) else []:
-        content = getattr(m, "content", m)
-        text = content if isinstance(content, str) else json.dumps(content, default=str)
-        shown_messages.append({"type": str(getattr(m, "type", "message")), "text": text})
-    return shown_messages
+    return shown_messages(state.values.get("messages") if isinstance(state.values, dict) else None)
+
+
+def _answered(call: Call, status: RunStatus) -> dict[str, str]:
+    """Who answered each of the run's pending interrupts that no worker has taken up yet
+    (its form is not shown again)."""
+    if not status.interrupts:
+        return {}
+    with call.rt.connection() as conn:
+        rows = conn.execute(query("answered_interrupts"), {"thread_id": status.thread_id})
+        return {r["interrupt_id"]: r["actor"] for r in rows.fetchall()}
 
 
 def login_form(call: Call) -> Response:
@@ -179,3 +192,21 @@ def form_reject(call: Call) -> Response:
     status = call.rt.reject(call.params["thread_id"], by=by, reason=reason)
     logger.info("rejected %s by %s (form)", status.thread_id, by)
     return RedirectResponse(f"{call.root}/", 303)
+
+
+def form_resume(call: Call) -> Response:
+    """An answer to a graph's pending ``interrupt()``, as ``waystone resume --value``
+    gives it: a worker (or ``waystone run``) goes on with it."""
+    form = form_fields(call.body)
+    call.require_session(form)
+    by = text_field(form, "by", required=True)
+    interrupt_id = text_field(form, "interrupt_id", required=False) or None
+    text = form.get("value", "")
+    if not text.strip():
+        raise BadInput("the answer is empty: write the interrupt's answer as JSON, e.g. true")
+    value = parse_json_input(text, "the answer")
+    assert by is not None
+    thread_id = call.params["thread_id"]
+    call.rt.resume(thread_id, value, interrupt_id=interrupt_id, by=by)
+    logger.info("answered an interrupt of %s by %s (form)", thread_id, by)
+    return RedirectResponse(f"{call.root}/runs/{quote(thread_id, safe='')}", 303)

@@ -18,7 +18,7 @@ OPERATOR_PREFIXES = ("/api/", "/signals/")
 # The pages: the dashboard, a run's page and its forms, the login and logout forms. The
 # LangGraph API has paths under /runs/ too (/runs/wait, /runs/crons/...): matched apart.
 PAGE_READS = re.compile(r"/|/login|/runs/[^/]+")
-PAGE_FORMS = re.compile(r"/login|/logout|/runs/[^/]+/(approve|reject)")
+PAGE_FORMS = re.compile(r"/login|/logout|/runs/[^/]+/(approve|reject|resume)")
 
 
 class HttpError(Exception):
