@@ -3,19 +3,23 @@
 no I/O.
 
 What is found: emails with internationalised or punycode domains, spaced (``ana @
-example.com``) or bracketed (``ana [at] example [dot] com``); phone numbers of 9 to 15
-digits, and of 8 digits when written in groups (``2345 6789``); card numbers, also at the
-end of a word (``card4111111111111111``); IBANs in any case (a lower-case one needs its
-country's exact length); card numbers given as JSON numbers, and phone numbers given as
-JSON numbers under a key that names a phone.
+example.com``, ``ana @example.com``, ``ana . lopez @ example . com``) or bracketed (``ana
+[at] example [dot] com``); phone numbers of 9 to 15 digits, and of 8 digits when written in
+groups (``2345 6789``); card numbers by their digits and Luhn checksum wherever they stand,
+joined to a word or not (``ref_4111111111111111``, ``id-4111…``, ``card4111…``,
+``4111…_x``); IBANs in any case (a lower-case one needs its country's exact length); card
+numbers given as JSON numbers, and phone numbers given as JSON numbers under a key that
+names a phone.
 
-What is left alone: matches never start or end inside an identifier (an idempotency key,
-a uuid, a checkpoint id), a word of hex digits is never looked into, and dates, times and
-decimal amounts are not phone numbers.
+What is left alone: phone numbers and IBANs never start or end inside an identifier (a
+uuid, a checkpoint id), a word of hex digits is never looked into (a digest holds runs of
+digits), the digits after a decimal point are a fraction, an email spaced on one side of
+its ``@`` or around its dots needs a known top-level domain (``ping @ana.lopez`` is a
+mention), and dates, times and decimal amounts are not phone numbers.
 
 A scan takes time linear in the text's length: every built-in pattern starts at a word's
-edge or at an ``@``, and its quantifiers are bounded, so no start costs more than a
-constant. A pattern you add should keep that property.
+edge, at a digit that follows no digit, or at an ``@``, and its quantifiers are bounded,
+so no start costs more than a constant. A pattern you add should keep that property.
 """
 
 from __future__ import annotations
@@ -24,9 +28,10 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
+from waystone._privacy import emails
+
 _EDGE_L = r"(?<![\w\-./@])(?<!\d:)"  # after "14:18:" comes a time's seconds
 _EDGE_R = r"(?![\w\-/@]|\.\w)"
-_MARKS = "\u0300-\u036f"  # combining accents: a decomposed "exämple" is still one word
 
 # The lengths of IBANs by country (the SWIFT registry).
 IBAN_LENGTHS: dict[str, int] = {
@@ -75,13 +80,30 @@ def _card_ok(match: str) -> bool:
     return 13 <= len(digits) <= 19 and luhn_ok(digits)
 
 
+# 13 to 19 digits, spaces or dashes between them, after no digit: a "+" before them starts
+# a phone number's country code, and "1." a fraction's digits
+_CARD = re.compile(r"(?<![\d+])(?<!\d[.,])\d(?:[ -]?\d){12,18}(?!\d|[.,]\d)")
 _HEX = frozenset("0123456789abcdefABCDEF")
+_WORD = 64  # how far a word glued to a number is looked at, either side
 
 
-def _card_in_word_ok(match: str) -> bool:
-    # A word of hex digits is an identifier (a digest, a uuid's part), whatever it holds.
-    letters = re.sub(r"\d", "", match)
-    return any(ch not in _HEX for ch in letters) and _card_ok(match)
+def _in_hex_word(text: str, start: int, end: int) -> bool:
+    """Whether the digits ``text[start:end]`` are glued to letters that, with them, make a
+    word of hex digits: an identifier (a digest, a uuid's part), whatever it holds."""
+    glued = False
+    for i in range(start - 1, max(start - 1 - _WORD, -1), -1):
+        if not text[i].isalnum():
+            break
+        if text[i] not in _HEX:
+            return False
+        glued = True
+    for i in range(end, min(end + _WORD, len(text))):
+        if not text[i].isalnum():
+            break
+        if text[i] not in _HEX:
+            return False
+        glued = True
+    return glued
 
 
 # Not phone numbers: a date inside the match, a decimal amount, a plain 8-digit number.
@@ -118,39 +140,27 @@ class Pattern:
                 yield m.span(group)
 
 
-_LOCAL = rf"[\w.%+\-{_MARKS}]"
-_LABEL = rf"[\w{_MARKS}](?:[\w\-{_MARKS}]{{0,61}}[\w{_MARKS}])?"
-_DOT = r"(?:\.|\s{0,2}[\[(](?i:dot)[\])]\s{0,2})"
-# "@" with spaces on both sides or none ("ping @ana.lopez" is a mention), or "[at]"
-_AT = r"@|\s{1,2}@\s{1,2}|\s{0,2}[\[(](?i:at)[\])]\s{0,2}"
-_TLD = rf"(?:(?i:xn--)[a-zA-Z0-9\-]{{1,59}}|(?:[^\W\d_]|[{_MARKS}]){{2,63}})"
-_LOCAL_REVERSED = re.compile(rf"{_LOCAL}{{1,64}}")  # matched in the reversed text
-_DOMAIN = re.compile(rf"{_LABEL}(?:{_DOT}{_LABEL}){{0,8}}{_DOT}{_TLD}")
+@dataclass(frozen=True)
+class _Email(Pattern):
+    """Emails (:mod:`waystone._privacy.emails`); ``regex`` finds their ``@``."""
+
+    def spans(self, text: str) -> Iterator[tuple[int, int]]:
+        return emails.spans(text, self.regex)
 
 
 @dataclass(frozen=True)
-class _Email(Pattern):
-    """Emails, found from their ``@`` (or ``[at]``) outwards: the local part before it
-    (at most 64 characters), the domain after it. Anchoring at the separator keeps a long
-    run of letters without one from being scanned again from each of its positions."""
+class _Card(Pattern):
+    """Card numbers, by their digits and Luhn checksum, wherever they stand: alone, joined
+    to a word by ``_`` or ``-``, or glued to its letters. Digits glued to a word of hex
+    digits are an identifier's (a digest holds runs of digits), and left alone."""
 
     def spans(self, text: str) -> Iterator[tuple[int, int]]:
-        reversed_text = ""
-        last = 0
-        for at in self.regex.finditer(text):
-            if at.start() < last:
-                continue
-            domain = _DOMAIN.match(text, at.end())
-            if domain is None:
-                continue
-            reversed_text = reversed_text or text[::-1]
-            local = _LOCAL_REVERSED.match(reversed_text, len(text) - at.start())
-            if local is None:
-                continue
-            start = at.start() - (local.end() - local.start())
-            if start >= last:
-                last = domain.end()
-                yield start, last
+        for m in self.regex.finditer(text):
+            digits = m.group()
+            if self.check(digits) and not (
+                digits.isdigit() and _in_hex_word(text, m.start(), m.end())
+            ):
+                yield m.span()
 
 
 def _iban_by_country() -> re.Pattern[str]:
@@ -166,17 +176,11 @@ def _iban_by_country() -> re.Pattern[str]:
 
 
 DEFAULT_PATTERNS: tuple[Pattern, ...] = (
-    _Email("email", re.compile(rf"(?<={_LOCAL})(?:{_AT})(?=[\w{_MARKS}])")),
+    _Email("email", emails.AT),
     Pattern("iban", _iban_by_country(), iban_ok),
     # a country missing from the table, in capitals as IBANs are printed
     Pattern("iban", re.compile(_EDGE_L + r"[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}" + _EDGE_R), iban_ok),
-    # after a "+" comes a phone number's country code
-    Pattern("card", re.compile(_EDGE_L + r"(?<!\+)\d(?:[ -]?\d){12,18}" + _EDGE_R), _card_ok),
-    Pattern(
-        "card",
-        re.compile(r"(?<![^\W\d_])[^\W\d_]{1,64}(?P<pii>\d{13,19})(?!\d)[^\W\d_]{0,64}"),
-        _card_in_word_ok,
-    ),
+    _Card("card", _CARD, _card_ok),
     Pattern("phone", re.compile(_EDGE_L + r"\+?\(?\d[\d ().-]{6,28}\d" + _EDGE_R), _phone_ok),
 )
 
