@@ -150,6 +150,13 @@ def test_a_sentence_before_an_email_is_not_taken_for_its_local_part() -> None:
     assert found("Thanks. ana @example.com") == [("email", "ana @example.com")]
 
 
+def test_an_iban_joined_to_a_word_is_found() -> None:
+    assert found("iban_DE89370400440532013000") == [("iban", "DE89370400440532013000")]
+    assert found("ref-DE89 3704 0044 0532 0130 00") == [("iban", "DE89 3704 0044 0532 0130 00")]
+    assert found("gb82west12345698765432_x") == [("iban", "gb82west12345698765432")]
+    assert found("x-be12ab34cd56ef78 x_de00370400440532013000") == []  # check digits fail
+
+
 def test_a_lower_case_iban_is_found() -> None:
     assert found("iban de89 3704 0044 0532 0130 00 for ana") == [
         ("iban", "de89 3704 0044 0532 0130 00")

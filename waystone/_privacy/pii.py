@@ -7,15 +7,16 @@ example.com``, ``ana @example.com``, ``ana . lopez @ example . com``) or bracket
 [at] example [dot] com``); phone numbers of 9 to 15 digits, and of 8 digits when written in
 groups (``2345 6789``); card numbers by their digits and Luhn checksum wherever they stand,
 joined to a word or not (``ref_4111111111111111``, ``id-4111…``, ``card4111…``,
-``4111…_x``); IBANs in any case (a lower-case one needs its country's exact length); card
-numbers given as JSON numbers, and phone numbers given as JSON numbers under a key that
-names a phone.
+``4111…_x``); IBANs in any case, also joined to a word by ``_`` or ``-`` (a lower-case one
+needs its country's exact length); card numbers given as JSON numbers, and phone numbers
+given as JSON numbers under a key that names a phone.
 
-What is left alone: phone numbers and IBANs never start or end inside an identifier (a
-uuid, a checkpoint id), a word of hex digits is never looked into (a digest holds runs of
-digits), the digits after a decimal point are a fraction, an email spaced on one side of
-its ``@`` or around its dots needs a known top-level domain (``ping @ana.lopez`` is a
-mention), and dates, times and decimal amounts are not phone numbers.
+What is left alone: a phone number never starts or ends inside an identifier (a uuid, a
+checkpoint id: it has no checksum to tell it from an id's digits), a word of hex digits is
+never looked into (a digest holds runs of digits), the digits after a decimal point are a
+fraction, an email spaced on one side of its ``@`` or around its dots needs a known
+top-level domain (``ping @ana.lopez`` is a mention), and dates, times and decimal amounts
+are not phone numbers.
 
 A scan takes time linear in the text's length: every built-in pattern starts at a word's
 edge, at a digit that follows no digit, or at an ``@``, and its quantifiers are bounded,
@@ -32,6 +33,9 @@ from waystone._privacy import emails
 
 _EDGE_L = r"(?<![\w\-./@])(?<!\d:)"  # after "14:18:" comes a time's seconds
 _EDGE_R = r"(?![\w\-/@]|\.\w)"
+# an IBAN may be joined to a word by "_" or "-" (its check digits keep ids out)
+_JOINED_L = r"(?<![^\W_])(?<![./@])"
+_JOINED_R = r"(?![^\W_]|[/@]|\.\w)"
 
 # The lengths of IBANs by country (the SWIFT registry).
 IBAN_LENGTHS: dict[str, int] = {
@@ -172,14 +176,16 @@ def _iban_by_country() -> re.Pattern[str]:
         for length, countries in sorted(by_length.items())
     )
     # the lookahead turns most starts away before the alternatives are tried one by one
-    return re.compile(_EDGE_L + rf"(?=[A-Z]{{2}}\d\d)(?:{shapes})" + _EDGE_R, re.IGNORECASE)
+    return re.compile(_JOINED_L + rf"(?=[A-Z]{{2}}\d\d)(?:{shapes})" + _JOINED_R, re.IGNORECASE)
 
 
 DEFAULT_PATTERNS: tuple[Pattern, ...] = (
     _Email("email", emails.AT),
     Pattern("iban", _iban_by_country(), iban_ok),
     # a country missing from the table, in capitals as IBANs are printed
-    Pattern("iban", re.compile(_EDGE_L + r"[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}" + _EDGE_R), iban_ok),
+    Pattern(
+        "iban", re.compile(_JOINED_L + r"[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}" + _JOINED_R), iban_ok
+    ),
     _Card("card", _CARD, _card_ok),
     Pattern("phone", re.compile(_EDGE_L + r"\+?\(?\d[\d ().-]{6,28}\d" + _EDGE_R), _phone_ok),
 )
