@@ -117,6 +117,12 @@ def test_a_nul_in_a_request_is_refused_by_every_route_and_makes_nothing(
         answer = http.post(path, json=body)
         assert answer.status_code == 400, (what, answer.status_code, answer.text)
         assert "NUL character" in answer.json()["detail"], (what, answer.text)
+    # what else the rule refuses: a lone surrogate, NaN (written as the body's raw text)
+    for raw, word in [('"\\ud800"', "lone surrogate"), ("NaN", "NaN")]:
+        text = '{"assistant_id": "assist", "if_not_exists": "create", "input": ' + raw + "}"
+        answer = http.post("/threads/made-by-a-run/runs", content=text.encode())
+        assert answer.status_code == 400, (word, answer.status_code, answer.text)
+        assert word in answer.json()["detail"], answer.text
     made = {**run, "input": say("x"), "if_not_exists": "create"}
     for path in ("/threads/a%00b/runs", "/threads/a%00b/runs/stream", "/threads/a%00b/runs/wait"):
         answer = http.post(path, json=made)  # a thread id that cannot be stored
