@@ -33,7 +33,7 @@ _GENERIC_TLDS = (
 )
 _KNOWN_TLD = (
     rf"(?:(?i:xn--)[a-zA-Z0-9\-]{{1,59}}|(?i:{'|'.join(_GENERIC_TLDS.split())}|[a-z]{{2}})"
-    rf"|(?:[^\W\d_a-zA-Z]|[{_MARKS}]){{2,63}})(?![^\W\d_]|[{_MARKS}])"
+    rf"|(?:[^\W\d_a-zA-Z]|[{_MARKS}]){{2,63}})(?![\w\-{_MARKS}])"
 )
 _LOCAL_REVERSED = re.compile(rf"{_LOCAL}{{1,64}}")  # matched in the reversed text
 # one more part of a spaced local part ("ana . lopez"), in the reversed text: the dot may
