@@ -49,6 +49,8 @@ CONTENTS: dict[str, Callable[[int], str]] = {
     # the forms found wherever they stand: cards joined to words, spaced emails
     "digits_joined": _random(string.digits + "_-"),
     "digits_spaced": _random(string.digits * 3 + " -_x"),
+    "digit_groups": _random(string.digits * 4 + " "),  # many groups of a few digits
+    "groups_of_four": _repeat("1234 5678 9012 3456 7890 "),  # each group a retry's start
     "cards_joined": _repeat("ref_4111111111111111 id-4111111111111111 4111111111111111_x "),
     "cards_in_hex": _repeat("ab4111111111111111"),  # one word of hex digits
     "spaced_at_dots": _random("ab .@"),

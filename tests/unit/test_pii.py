@@ -92,6 +92,13 @@ def test_a_card_number_at_the_end_of_a_longer_word_is_found() -> None:
         ("id_378282246310005", "378282246310005"),  # an Amex number, 15 digits
         ("карта4111111111111111", "4111111111111111"),
         ("orders/4111111111111111", "4111111111111111"),
+        # among other groups of digits, in a card's usual grouping
+        ("x 12 4111 1111 1111 1111", "4111 1111 1111 1111"),
+        ("ref-12-4111-1111-1111-1111", "4111-1111-1111-1111"),
+        ("4111 1111 1111 1111 12", "4111 1111 1111 1111"),
+        ("1234 4111 1111 1111 1111 99", "4111 1111 1111 1111"),
+        ("3782 822463 10005 1", "3782 822463 10005"),
+        ("id 12-4111111111111111", "4111111111111111"),
         # an idempotency key a caller made from a card number holds that card number
         ("ws-refund-4000056655665556", "4000056655665556"),
     ],
@@ -109,6 +116,8 @@ def test_a_card_number_joined_to_a_word_is_found(text: str, value: str) -> None:
         "4111111111111111.5",  # an amount
         "tel:+4111111111111111",  # a country code follows "+": too long for a phone
         "run_12345678901234567890123",  # too many digits for a card
+        "1 2 3 4 5 6 7 8 9 10 11 12 13",  # groups, but no card's grouping
+        "2019 2020 2021 2022 2023 2024 2025",
     ],
 )
 def test_digits_joined_to_a_word_that_are_no_card_are_left_alone(text: str) -> None:

@@ -156,15 +156,49 @@ class _Email(Pattern):
 class _Card(Pattern):
     """Card numbers, by their digits and Luhn checksum, wherever they stand: alone, joined
     to a word by ``_`` or ``-``, or glued to its letters. Digits glued to a word of hex
-    digits are an identifier's (a digest holds runs of digits), and left alone."""
+    digits are an identifier's (a digest holds runs of digits), and left alone.
+
+    Digits written in groups may hold a card number written as one between other groups
+    (``12 4111 1111 1111 1111``, ``4111 1111 1111 1111 12``): when the whole fails its
+    checksum, a card's usual grouping inside it is tried (four groups of four, or 4-6-5
+    and 4-6-4), and the search goes on from its next group of four (or of a card's length)."""
 
     def spans(self, text: str) -> Iterator[tuple[int, int]]:
-        for m in self.regex.finditer(text):
-            digits = m.group()
-            if self.check(digits) and not (
-                digits.isdigit() and _in_hex_word(text, m.start(), m.end())
-            ):
-                yield m.span()
+        pos = 0
+        while (m := self.regex.search(text, pos)) is not None:
+            found = self._card(text, m)
+            if found is not None:
+                yield found
+                pos = found[1]
+            else:
+                pos = _next_card_group(m)
+
+    def _card(self, text: str, m: re.Match[str]) -> tuple[int, int] | None:
+        digits = m.group()
+        if self.check(digits):
+            glued = digits.isdigit() and _in_hex_word(text, m.start(), m.end())
+            return None if glued else m.span()
+        groups = list(_GROUPS.finditer(digits))
+        lengths = tuple(len(g.group()) for g in groups[:4])
+        for usual in _USUAL_GROUPS:
+            if lengths[: len(usual)] == usual and len(groups) > len(usual):
+                end = groups[len(usual) - 1].end()
+                if self.check(digits[:end]):
+                    return m.start(), m.start() + end
+        return None
+
+
+_GROUPS = re.compile(r"\d+")
+_USUAL_GROUPS = ((4, 4, 4, 4), (4, 6, 5), (4, 6, 4))
+
+
+def _next_card_group(m: re.Match[str]) -> int:
+    """Where the search for a card number goes on after ``m`` failed: at its first later
+    group of four digits (a card's first group) or of a card's length, else after it."""
+    for group in list(_GROUPS.finditer(m.group()))[1:]:
+        if len(group.group()) == 4 or len(group.group()) >= 13:
+            return m.start() + group.start()
+    return m.end()
 
 
 def _iban_by_country() -> re.Pattern[str]:
