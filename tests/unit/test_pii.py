@@ -99,6 +99,7 @@ def test_a_card_number_at_the_end_of_a_longer_word_is_found() -> None:
         ("1234 4111 1111 1111 1111 99", "4111 1111 1111 1111"),
         ("3782 822463 10005 1", "3782 822463 10005"),
         ("id 12-4111111111111111", "4111111111111111"),
+        ("ref_4111_1111_1111_1111_x", "4111_1111_1111_1111"),
         # an idempotency key a caller made from a card number holds that card number
         ("ws-refund-4000056655665556", "4000056655665556"),
     ],
@@ -118,6 +119,7 @@ def test_a_card_number_joined_to_a_word_is_found(text: str, value: str) -> None:
         "run_12345678901234567890123",  # too many digits for a card
         "1 2 3 4 5 6 7 8 9 10 11 12 13",  # groups, but no card's grouping
         "2019 2020 2021 2022 2023 2024 2025",
+        "report_2026_11_30_140100 and 2026-11-30-140100",  # Luhn-valid, but a date and time
     ],
 )
 def test_digits_joined_to_a_word_that_are_no_card_are_left_alone(text: str) -> None:

@@ -79,14 +79,19 @@ def iban_ok(text: str) -> bool:
     return int(number) % 97 == 1
 
 
+# a date: 2026-11-30, 30.11.2026, 2026_11_30
+_DATE = re.compile(r"(?<!\d)(?:\d{4}([-_./])\d{1,2}\1\d{1,2}|\d{1,2}([-_./])\d{1,2}\2\d{4})(?!\d)")
+
+
 def _card_ok(match: str) -> bool:
     digits = re.sub(r"\D", "", match)
-    return 13 <= len(digits) <= 19 and luhn_ok(digits)
+    # "report_2026_11_30_140100": a date and a time, whatever their checksum
+    return 13 <= len(digits) <= 19 and luhn_ok(digits) and _DATE.search(match) is None
 
 
-# 13 to 19 digits, spaces or dashes between them, after no digit: a "+" before them starts
-# a phone number's country code, and "1." a fraction's digits
-_CARD = re.compile(r"(?<![\d+])(?<!\d[.,])\d(?:[ -]?\d){12,18}(?!\d|[.,]\d)")
+# 13 to 19 digits, spaces, dashes or underscores between them, after no digit: a "+"
+# before them starts a phone number's country code, and "1." a fraction's digits
+_CARD = re.compile(r"(?<![\d+])(?<!\d[.,])\d(?:[ _-]?\d){12,18}(?!\d|[.,]\d)")
 _HEX = frozenset("0123456789abcdefABCDEF")
 _WORD = 64  # how far a word glued to a number is looked at, either side
 
@@ -111,7 +116,6 @@ def _in_hex_word(text: str, start: int, end: int) -> bool:
 
 
 # Not phone numbers: a date inside the match, a decimal amount, a plain 8-digit number.
-_DATE = re.compile(r"(?<!\d)(?:\d{4}([-./])\d{1,2}\1\d{1,2}|\d{1,2}([-./])\d{1,2}\2\d{4})(?!\d)")
 _DECIMAL = re.compile(r"\d+\.\d+|\d{1,3}(?: \d{3})+\.\d{1,2}")
 _GROUPED_8 = re.compile(r"\d{2,4}(?:[ -]\d{2,4}){1,3}")
 
