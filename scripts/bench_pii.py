@@ -33,6 +33,10 @@ def _random(alphabet: str) -> Callable[[int], str]:
     return make
 
 
+def _repeat(unit: str) -> Callable[[int], str]:
+    return lambda n: (unit * (n // len(unit) + 1))[:n]
+
+
 CONTENTS: dict[str, Callable[[int], str]] = {
     "letters": _random(string.ascii_letters),
     "digits": _random(string.digits),
@@ -41,7 +45,17 @@ CONTENTS: dict[str, Callable[[int], str]] = {
     "whitespace": _random(" \t\n"),
     "same_letter": lambda n: "a" * n,
     "same_digit": lambda n: "4" * n,
-    "note_with_pii": lambda n: (NOTE * (n // len(NOTE) + 1))[:n],
+    "note_with_pii": _repeat(NOTE),
+    # the forms found wherever they stand: cards joined to words, spaced emails
+    "digits_joined": _random(string.digits + "_-"),
+    "digits_spaced": _random(string.digits * 3 + " -_x"),
+    "digit_groups": _random(string.digits * 4 + " "),  # many groups of a few digits
+    "groups_of_four": _repeat("1234 5678 9012 3456 7890 "),  # each group a retry's start
+    "cards_joined": _repeat("ref_4111111111111111 id-4111111111111111 4111111111111111_x "),
+    "cards_in_hex": _repeat("ab4111111111111111"),  # one word of hex digits
+    "spaced_at_dots": _random("ab .@"),
+    "spaced_emails": _repeat("name . person @ example . com, x @example.com x@example .com "),
+    "dots_no_tld": _repeat("a . b . c . d . e . f . g . h . i . j . k @ "),
 }
 
 

@@ -5,13 +5,11 @@ separate processes and the customer's notification reaches the real address."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import psycopg
-from psycopg import sql as pgsql
 
 from tests.conftest import Cli
-from tests.support.scan import scan
+from tests.support.scan import row_counts, scan
 from waystone.examples.provider import ProviderProcess
 
 EMAIL, PHONE, CARD = "ana.lopez@example.com", "+1 415 555 0100", "4111 1111 1111 1111"
@@ -85,20 +83,6 @@ def test_erase_makes_a_value_unrecoverable_and_keeps_the_history(
     final = json.loads(cli("run", again, "--json").stdout)
     assert final["state"] == "failed" and "erased" in final["reason"]
     assert len(provider.ledger()["notifications"]) == 1
-
-
-def row_counts(conn: psycopg.Connection[Any]) -> dict[str, int]:
-    """The number of rows of every table, Waystone's and LangGraph's."""
-    tables = conn.execute(
-        "SELECT format('%I.%I', table_schema, table_name) FROM information_schema.tables "
-        "WHERE table_type = 'BASE TABLE' "
-        "AND table_schema NOT IN ('pg_catalog', 'information_schema')"
-    ).fetchall()
-    counts = {}
-    for (table,) in tables:
-        row = conn.execute(pgsql.SQL("SELECT count(*) FROM {}").format(pgsql.SQL(table)))
-        counts[table] = row.fetchone()[0]  # type: ignore[index]
-    return counts
 
 
 def test_an_identifier_holding_personal_data_is_refused_and_creates_nothing(

@@ -37,3 +37,17 @@ def scan(conn: psycopg.Connection[Any], needles: list[str]) -> list[tuple[str, s
             if row and row[0]:
                 hits.append((f"{schema}.{table}", column, needle))
     return hits
+
+
+def row_counts(conn: psycopg.Connection[Any]) -> dict[str, int]:
+    """The number of rows of every table, Waystone's and LangGraph's."""
+    tables = conn.execute(
+        "SELECT format('%I.%I', table_schema, table_name) FROM information_schema.tables "
+        "WHERE table_type = 'BASE TABLE' "
+        "AND table_schema NOT IN ('pg_catalog', 'information_schema')"
+    ).fetchall()
+    counts = {}
+    for (table,) in tables:
+        row = conn.execute(pgsql.SQL("SELECT count(*) FROM {}").format(pgsql.SQL(table)))
+        counts[table] = row.fetchone()[0]  # type: ignore[index]
+    return counts

@@ -80,6 +80,95 @@ def test_a_card_number_at_the_end_of_a_longer_word_is_found() -> None:
     assert found("ref:visa4111111111111111, ok") == [("card", "4111111111111111")]
 
 
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("ref_4111111111111111", "4111111111111111"),
+        ("id-4111111111111111", "4111111111111111"),
+        ("4111111111111111_x", "4111111111111111"),
+        ("4111111111111111-x and 4111111111111111x", "4111111111111111"),
+        ("card_4111 1111 1111 1111", "4111 1111 1111 1111"),  # not its last 12 digits
+        ("ref_4111-1111-1111-1111_z", "4111-1111-1111-1111"),
+        ("id_378282246310005", "378282246310005"),  # an Amex number, 15 digits
+        ("карта4111111111111111", "4111111111111111"),
+        ("orders/4111111111111111", "4111111111111111"),
+        # among other groups of digits, in a card's usual grouping
+        ("x 12 4111 1111 1111 1111", "4111 1111 1111 1111"),
+        ("ref-12-4111-1111-1111-1111", "4111-1111-1111-1111"),
+        ("4111 1111 1111 1111 12", "4111 1111 1111 1111"),
+        ("1234 4111 1111 1111 1111 99", "4111 1111 1111 1111"),
+        ("3782 822463 10005 1", "3782 822463 10005"),
+        ("id 12-4111111111111111", "4111111111111111"),
+        ("ref_4111_1111_1111_1111_x", "4111_1111_1111_1111"),
+        # an idempotency key a caller made from a card number holds that card number
+        ("ws-refund-4000056655665556", "4000056655665556"),
+    ],
+)
+def test_a_card_number_joined_to_a_word_is_found(text: str, value: str) -> None:
+    assert set(found(text)) == {("card", value)}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ref_4111111111111112",  # fails Luhn
+        "ws-refund-deadbeef4111111111111111",  # glued to a word of hex digits: a digest
+        "0.4111111111111111 and 1,4111111111111111",  # a fraction's digits
+        "4111111111111111.5",  # an amount
+        "tel:+4111111111111111",  # a country code follows "+": too long for a phone
+        "run_12345678901234567890123",  # too many digits for a card
+        "1 2 3 4 5 6 7 8 9 10 11 12 13",  # groups, but no card's grouping
+        "2019 2020 2021 2022 2023 2024 2025",
+        "report_2026_11_30_140100 and 2026-11-30-140100",  # Luhn-valid, but a date and time
+    ],
+)
+def test_digits_joined_to_a_word_that_are_no_card_are_left_alone(text: str) -> None:
+    assert found(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("name . person @ example . com", "name . person @ example . com"),
+        ("x@example .com", "x@example .com"),
+        ("x @example.com", "x @example.com"),
+        ("x@ example.com", "x@ example.com"),
+        ("x @ mail . example.co.uk", "x @ mail . example.co.uk"),
+        ("NAME . PERSON @ EXAMPLE . COM", "NAME . PERSON @ EXAMPLE . COM"),
+        ("x @пример.рф", "x @пример.рф"),
+        ("mail me: name . person @ example . com, thanks", "name . person @ example . com"),
+    ],
+)
+def test_an_email_with_spaces_around_its_at_or_dots_is_found(text: str, value: str) -> None:
+    assert found(text) == [("email", value)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ping @ana.lopez",
+        "decorate it with @functools.wraps or @app.get",
+        "return x\n@torch.no_grad()",  # "no" is a country's domain, "no_grad" is not
+        "see x @example.community",  # not a known top-level domain, nor a prefix of one
+        "x@example. com",  # a dot that ends a sentence
+    ],
+)
+def test_mentions_and_decorators_are_not_spaced_emails(text: str) -> None:
+    assert found(text) == []
+
+
+def test_a_sentence_before_an_email_is_not_taken_for_its_local_part() -> None:
+    assert found("Thanks. ana@example.com") == [("email", "ana@example.com")]
+    assert found("Thanks. ana @example.com") == [("email", "ana @example.com")]
+
+
+def test_an_iban_joined_to_a_word_is_found() -> None:
+    assert found("iban_DE89370400440532013000") == [("iban", "DE89370400440532013000")]
+    assert found("ref-DE89 3704 0044 0532 0130 00") == [("iban", "DE89 3704 0044 0532 0130 00")]
+    assert found("gb82west12345698765432_x") == [("iban", "gb82west12345698765432")]
+    assert found("x-be12ab34cd56ef78 x_de00370400440532013000") == []  # check digits fail
+
+
 def test_a_lower_case_iban_is_found() -> None:
     assert found("iban de89 3704 0044 0532 0130 00 for ana") == [
         ("iban", "de89 3704 0044 0532 0130 00")
@@ -130,7 +219,7 @@ def test_an_international_phone_number_is_not_a_card_number() -> None:
         "1f1ecc8f-b9a4-65db-bfff-4553988d10b6",  # a LangGraph checkpoint id (uuid6)
         "12345678-1234-5678-1234-567812345678",
         "00000000000000000000000000000002.0.2438596036592095",  # a channel version
-        "ws-refund-4000056655665556",  # an idempotency key ending in digits
+        "ws-refund-4000056655665557",  # an idempotency key ending in digits (not Luhn-valid)
         "ab4000056655665556cd",  # a hex word, whatever digits it holds
         "01e057b5b4353d9d198c3b7e4a79fb95585e1534",
         "ping @ana.lopez",  # a mention, not a spaced-out email

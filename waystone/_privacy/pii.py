@@ -3,19 +3,24 @@
 no I/O.
 
 What is found: emails with internationalised or punycode domains, spaced (``ana @
-example.com``) or bracketed (``ana [at] example [dot] com``); phone numbers of 9 to 15
-digits, and of 8 digits when written in groups (``2345 6789``); card numbers, also at the
-end of a word (``card4111111111111111``); IBANs in any case (a lower-case one needs its
-country's exact length); card numbers given as JSON numbers, and phone numbers given as
-JSON numbers under a key that names a phone.
+example.com``, ``ana @example.com``, ``ana . lopez @ example . com``) or bracketed (``ana
+[at] example [dot] com``); phone numbers of 9 to 15 digits, and of 8 digits when written in
+groups (``2345 6789``); card numbers by their digits and Luhn checksum wherever they stand,
+joined to a word or not (``ref_4111111111111111``, ``id-4111…``, ``card4111…``,
+``4111…_x``); IBANs in any case, also joined to a word by ``_`` or ``-`` (a lower-case one
+needs its country's exact length); card numbers given as JSON numbers, and phone numbers
+given as JSON numbers under a key that names a phone.
 
-What is left alone: matches never start or end inside an identifier (an idempotency key,
-a uuid, a checkpoint id), a word of hex digits is never looked into, and dates, times and
-decimal amounts are not phone numbers.
+What is left alone: a phone number never starts or ends inside an identifier (a uuid, a
+checkpoint id: it has no checksum to tell it from an id's digits), a word of hex digits is
+never looked into (a digest holds runs of digits), the digits after a decimal point are a
+fraction, an email spaced on one side of its ``@`` or around its dots needs a known
+top-level domain (``ping @ana.lopez`` is a mention), and dates, times and decimal amounts
+are not phone numbers.
 
 A scan takes time linear in the text's length: every built-in pattern starts at a word's
-edge or at an ``@``, and its quantifiers are bounded, so no start costs more than a
-constant. A pattern you add should keep that property.
+edge, at a digit that follows no digit, or at an ``@``, and its quantifiers are bounded,
+so no start costs more than a constant. A pattern you add should keep that property.
 """
 
 from __future__ import annotations
@@ -24,9 +29,13 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
+from waystone._privacy import emails
+
 _EDGE_L = r"(?<![\w\-./@])(?<!\d:)"  # after "14:18:" comes a time's seconds
 _EDGE_R = r"(?![\w\-/@]|\.\w)"
-_MARKS = "\u0300-\u036f"  # combining accents: a decomposed "exämple" is still one word
+# an IBAN may be joined to a word by "_" or "-" (its check digits keep ids out)
+_JOINED_L = r"(?<![^\W_])(?<![./@])"
+_JOINED_R = r"(?![^\W_]|[/@]|\.\w)"
 
 # The lengths of IBANs by country (the SWIFT registry).
 IBAN_LENGTHS: dict[str, int] = {
@@ -70,22 +79,43 @@ def iban_ok(text: str) -> bool:
     return int(number) % 97 == 1
 
 
+# a date: 2026-11-30, 30.11.2026, 2026_11_30
+_DATE = re.compile(r"(?<!\d)(?:\d{4}([-_./])\d{1,2}\1\d{1,2}|\d{1,2}([-_./])\d{1,2}\2\d{4})(?!\d)")
+
+
 def _card_ok(match: str) -> bool:
     digits = re.sub(r"\D", "", match)
-    return 13 <= len(digits) <= 19 and luhn_ok(digits)
+    # "report_2026_11_30_140100": a date and a time, whatever their checksum
+    return 13 <= len(digits) <= 19 and luhn_ok(digits) and _DATE.search(match) is None
 
 
+# 13 to 19 digits, spaces, dashes or underscores between them, after no digit: a "+"
+# before them starts a phone number's country code, and "1." a fraction's digits
+_CARD = re.compile(r"(?<![\d+])(?<!\d[.,])\d(?:[ _-]?\d){12,18}(?!\d|[.,]\d)")
 _HEX = frozenset("0123456789abcdefABCDEF")
+_WORD = 64  # how far a word glued to a number is looked at, either side
 
 
-def _card_in_word_ok(match: str) -> bool:
-    # A word of hex digits is an identifier (a digest, a uuid's part), whatever it holds.
-    letters = re.sub(r"\d", "", match)
-    return any(ch not in _HEX for ch in letters) and _card_ok(match)
+def _in_hex_word(text: str, start: int, end: int) -> bool:
+    """Whether the digits ``text[start:end]`` are glued to letters that, with them, make a
+    word of hex digits: an identifier (a digest, a uuid's part), whatever it holds."""
+    glued = False
+    for i in range(start - 1, max(start - 1 - _WORD, -1), -1):
+        if not text[i].isalnum():
+            break
+        if text[i] not in _HEX:
+            return False
+        glued = True
+    for i in range(end, min(end + _WORD, len(text))):
+        if not text[i].isalnum():
+            break
+        if text[i] not in _HEX:
+            return False
+        glued = True
+    return glued
 
 
 # Not phone numbers: a date inside the match, a decimal amount, a plain 8-digit number.
-_DATE = re.compile(r"(?<!\d)(?:\d{4}([-./])\d{1,2}\1\d{1,2}|\d{1,2}([-./])\d{1,2}\2\d{4})(?!\d)")
 _DECIMAL = re.compile(r"\d+\.\d+|\d{1,3}(?: \d{3})+\.\d{1,2}")
 _GROUPED_8 = re.compile(r"\d{2,4}(?:[ -]\d{2,4}){1,3}")
 
@@ -118,39 +148,61 @@ class Pattern:
                 yield m.span(group)
 
 
-_LOCAL = rf"[\w.%+\-{_MARKS}]"
-_LABEL = rf"[\w{_MARKS}](?:[\w\-{_MARKS}]{{0,61}}[\w{_MARKS}])?"
-_DOT = r"(?:\.|\s{0,2}[\[(](?i:dot)[\])]\s{0,2})"
-# "@" with spaces on both sides or none ("ping @ana.lopez" is a mention), or "[at]"
-_AT = r"@|\s{1,2}@\s{1,2}|\s{0,2}[\[(](?i:at)[\])]\s{0,2}"
-_TLD = rf"(?:(?i:xn--)[a-zA-Z0-9\-]{{1,59}}|(?:[^\W\d_]|[{_MARKS}]){{2,63}})"
-_LOCAL_REVERSED = re.compile(rf"{_LOCAL}{{1,64}}")  # matched in the reversed text
-_DOMAIN = re.compile(rf"{_LABEL}(?:{_DOT}{_LABEL}){{0,8}}{_DOT}{_TLD}")
+@dataclass(frozen=True)
+class _Email(Pattern):
+    """Emails (:mod:`waystone._privacy.emails`); ``regex`` finds their ``@``."""
+
+    def spans(self, text: str) -> Iterator[tuple[int, int]]:
+        return emails.spans(text, self.regex)
 
 
 @dataclass(frozen=True)
-class _Email(Pattern):
-    """Emails, found from their ``@`` (or ``[at]``) outwards: the local part before it
-    (at most 64 characters), the domain after it. Anchoring at the separator keeps a long
-    run of letters without one from being scanned again from each of its positions."""
+class _Card(Pattern):
+    """Card numbers, by their digits and Luhn checksum, wherever they stand: alone, joined
+    to a word by ``_`` or ``-``, or glued to its letters. Digits glued to a word of hex
+    digits are an identifier's (a digest holds runs of digits), and left alone.
+
+    Digits written in groups may hold a card number written as one between other groups
+    (``12 4111 1111 1111 1111``, ``4111 1111 1111 1111 12``): when the whole fails its
+    checksum, a card's usual grouping inside it is tried (four groups of four, or 4-6-5
+    and 4-6-4), and the search goes on from its next group of four (or of a card's length)."""
 
     def spans(self, text: str) -> Iterator[tuple[int, int]]:
-        reversed_text = ""
-        last = 0
-        for at in self.regex.finditer(text):
-            if at.start() < last:
-                continue
-            domain = _DOMAIN.match(text, at.end())
-            if domain is None:
-                continue
-            reversed_text = reversed_text or text[::-1]
-            local = _LOCAL_REVERSED.match(reversed_text, len(text) - at.start())
-            if local is None:
-                continue
-            start = at.start() - (local.end() - local.start())
-            if start >= last:
-                last = domain.end()
-                yield start, last
+        pos = 0
+        while (m := self.regex.search(text, pos)) is not None:
+            found = self._card(text, m)
+            if found is not None:
+                yield found
+                pos = found[1]
+            else:
+                pos = _next_card_group(m)
+
+    def _card(self, text: str, m: re.Match[str]) -> tuple[int, int] | None:
+        digits = m.group()
+        if self.check(digits):
+            glued = digits.isdigit() and _in_hex_word(text, m.start(), m.end())
+            return None if glued else m.span()
+        groups = list(_GROUPS.finditer(digits))
+        lengths = tuple(len(g.group()) for g in groups[:4])
+        for usual in _USUAL_GROUPS:
+            if lengths[: len(usual)] == usual and len(groups) > len(usual):
+                end = groups[len(usual) - 1].end()
+                if self.check(digits[:end]):
+                    return m.start(), m.start() + end
+        return None
+
+
+_GROUPS = re.compile(r"\d+")
+_USUAL_GROUPS = ((4, 4, 4, 4), (4, 6, 5), (4, 6, 4))
+
+
+def _next_card_group(m: re.Match[str]) -> int:
+    """Where the search for a card number goes on after ``m`` failed: at its first later
+    group of four digits (a card's first group) or of a card's length, else after it."""
+    for group in list(_GROUPS.finditer(m.group()))[1:]:
+        if len(group.group()) == 4 or len(group.group()) >= 13:
+            return m.start() + group.start()
+    return m.end()
 
 
 def _iban_by_country() -> re.Pattern[str]:
@@ -162,21 +214,17 @@ def _iban_by_country() -> re.Pattern[str]:
         for length, countries in sorted(by_length.items())
     )
     # the lookahead turns most starts away before the alternatives are tried one by one
-    return re.compile(_EDGE_L + rf"(?=[A-Z]{{2}}\d\d)(?:{shapes})" + _EDGE_R, re.IGNORECASE)
+    return re.compile(_JOINED_L + rf"(?=[A-Z]{{2}}\d\d)(?:{shapes})" + _JOINED_R, re.IGNORECASE)
 
 
 DEFAULT_PATTERNS: tuple[Pattern, ...] = (
-    _Email("email", re.compile(rf"(?<={_LOCAL})(?:{_AT})(?=[\w{_MARKS}])")),
+    _Email("email", emails.AT),
     Pattern("iban", _iban_by_country(), iban_ok),
     # a country missing from the table, in capitals as IBANs are printed
-    Pattern("iban", re.compile(_EDGE_L + r"[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}" + _EDGE_R), iban_ok),
-    # after a "+" comes a phone number's country code
-    Pattern("card", re.compile(_EDGE_L + r"(?<!\+)\d(?:[ -]?\d){12,18}" + _EDGE_R), _card_ok),
     Pattern(
-        "card",
-        re.compile(r"(?<![^\W\d_])[^\W\d_]{1,64}(?P<pii>\d{13,19})(?!\d)[^\W\d_]{0,64}"),
-        _card_in_word_ok,
+        "iban", re.compile(_JOINED_L + r"[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}" + _JOINED_R), iban_ok
     ),
+    _Card("card", _CARD, _card_ok),
     Pattern("phone", re.compile(_EDGE_L + r"\+?\(?\d[\d ().-]{6,28}\d" + _EDGE_R), _phone_ok),
 )
 

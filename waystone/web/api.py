@@ -11,7 +11,6 @@ committed checkpoints (:mod:`waystone.web.stream`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -22,6 +21,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from waystone._identifiers import check_identifier
+from waystone._json_input import parse_json_input
 from waystone._runs import breakpoints
 from waystone._runs.multitask import STRATEGIES
 from waystone._runs.options import RunOptions
@@ -129,6 +130,7 @@ class Api:
         async def guarded(request: Request) -> Response:
             try:
                 request.state.owner = self._caller(request, change)
+                _check_path(request)
                 await self._check_owner(request, handler)
                 return await handler(request)
             except ApiError as exc:
@@ -437,8 +439,8 @@ class Api:
 
     async def stream_stateless(self, request: Request) -> Response:
         owner = request.state.owner
-        made = await run_in_threadpool(lambda: self.rt.create_thread(owner=owner))
         body = {**(await _body(request)), "if_not_exists": "reject"}
+        made = await run_in_threadpool(lambda: self.rt.create_thread(owner=owner))
         return await self._stream_new(made.thread_id, body)
 
     async def _stream_new(
@@ -553,14 +555,21 @@ class Api:
         return Response(status_code=204)
 
 
+def _check_path(request: Request) -> None:
+    """A thread id in the path is held to the rule of every thread id (printable, short):
+    one that cannot be stored is 400 before it is looked up."""
+    thread_id = request.path_params.get("thread_id")
+    if thread_id is not None:
+        check_identifier("thread id", thread_id)
+
+
 async def _body(request: Request) -> dict[str, Any]:
+    """The request's JSON object, held to the rules of every caller's JSON (a NUL, a lone
+    surrogate, NaN, too deep or too long: 400) before anything is made of it."""
     raw = await request.body()
     if not raw:
         return {}
-    try:
-        body = json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        raise ApiError(400, f"the body is not JSON: {exc}") from None
+    body = parse_json_input(raw, "the body")
     if not isinstance(body, dict):
         raise ApiError(400, "the body must be a JSON object")
     return body
