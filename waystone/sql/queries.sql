@@ -302,6 +302,10 @@ SELECT lease_owner, lease_expires_at,
 FROM waystone.runs
 WHERE thread_id = %(thread_id)s AND state = 'running';
 
+-- name: database_ok
+-- A round trip: what a health check asks of Postgres.
+SELECT true AS ok;
+
 -- name: held_leases
 -- The running runs of these agents under a lease that has not expired, the soonest to
 -- expire first, by the database's clock: what a worker run --until-idle waits for.
