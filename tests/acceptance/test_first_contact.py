@@ -44,6 +44,9 @@ def test_ok_answers_a_health_check_with_no_token(served: Served) -> None:
     wrong = served.request("GET", "/ok?check_db=yes")
     assert (wrong.status, wrong.json()) == (400, {"detail": "check_db must be 0 or 1"})
     assert served.request("GET", "/info").status == 401  # the rest still needs the token
+    dialled = {"Host": f"10.0.0.9:{served.port}"}  # what a load balancer's check names
+    assert served.request("GET", "/ok", headers=dialled).status == 200
+    assert served.request("GET", "/info", headers=dialled, token=TOKEN).status == 400
 
 
 def test_ok_with_check_db_is_503_once_the_database_is_gone(
