@@ -115,12 +115,22 @@ class AsyncWorker(Worker):
                     await self._awake.wait(0.05)
                     continue
                 if self.until_idle and self._idle():
-                    wait_s = await asyncio.to_thread(self._lease_wait)
-                    if wait_s is None:
+                    self._claims_out += 1  # a run it takes is not idle time either
+                    try:
+                        left = await asyncio.to_thread(self._left_behind)
+                        if isinstance(left, Run):
+                            await self._free.acquire()
+                            self._start(left)
+                    finally:
+                        self._claims_out -= 1
+                    if left is None:
                         self._stopping.set()
                         self._awake.set()
                         return
-                    await self._awake.wait(wait_s)
+                    if isinstance(left, Run):
+                        rechecks = 1
+                    else:
+                        await self._awake.wait(left)
                     continue
                 timeout = await asyncio.to_thread(self._idle_timeout)
                 rechecks = 3 if await self._awake.wait(timeout) else 0

@@ -11,7 +11,8 @@ second SIGINT exits at once. When Postgres goes away the worker backs off and ca
 A thread of its own delivers the runs' webhooks (:mod:`waystone._webhooks.deliver`),
 woken by NOTIFY on ``waystone_webhook``; ``--until-idle`` does not wait for them. It does
 wait for a run left under a lease nobody renews (a killed worker's) to expire, and then
-drives it (:mod:`waystone._lease_wait`).
+drives it; a run whose worker ran on this machine and is gone is driven at once
+(:mod:`waystone._lease_wait`).
 
 A drive stuck past its step budget (see ``waystone._runs.leases``) loses its lease and its
 slot: a new slot takes its place, so the worker goes on claiming at its concurrency, and
@@ -35,7 +36,7 @@ from langgraph.runtime import RunControl
 
 from waystone import logs, sql
 from waystone._lease_wait import HeldLease, LeaseWait, LeaseWatch
-from waystone._runs.registry import Run, process_owner
+from waystone._runs.registry import Run, owner_is_dead, process_owner
 from waystone._webhooks import deliver
 from waystone.errors import DatabaseUnavailable, LeaseLost, WaystoneError
 from waystone.runtime import Runtime
@@ -182,12 +183,16 @@ class Worker:
                     self._wake.wait(0.05)
                     continue
                 if self.until_idle and self._idle():
-                    wait_s = self._lease_wait()
-                    if wait_s is None:
+                    left = self._left_behind()
+                    if left is None:
                         self._stopping.set()
                         self._wake.set()
                         return
-                    self._wake.wait(wait_s)
+                    if isinstance(left, Run):
+                        self._drive(left)
+                        rechecks = 1
+                    else:
+                        self._wake.wait(left)
                     continue
                 rechecks = 3 if self._wake.wait(self._idle_timeout()) else 0
                 continue
@@ -198,20 +203,28 @@ class Worker:
         with self._lock:
             return not self._controls
 
-    def _lease_wait(self) -> float | None:
-        """Nothing to claim: how long to wait for a run's lease that nobody renews to
-        expire (``None``: none to wait for, the worker is idle), said on stderr once."""
+    def _left_behind(self) -> Run | float | None:
+        """Nothing to claim: a run a dead local worker left (claimed now), or how long to
+        wait for a lease nobody renews to expire (``None``: none to wait for, the worker
+        is idle), said on stderr once."""
         try:
             with self.rt.connection() as conn:
                 rows = conn.execute(
                     sql.query("held_leases"), {"agents": self._serving(), "limit": HELD_SHOWN}
                 ).fetchall()
+            held = [HeldLease.from_row(r, owner_is_dead(r["lease_owner"])) for r in rows]
+            with self._leases_lock:
+                wait = self._leases.look(held)
+            _say(wait, self._leases.limit_s)
+            for lease in wait.take:
+                run = self.rt.claim(
+                    thread_id=lease.thread_id, agents=self._serving(), owner=self.owner
+                )
+                if run is not None:
+                    return run
         except (WaystoneError, psycopg.OperationalError) as exc:
             logger.warning("cannot read the runs' leases, trying again: %s", exc)
             return self.poll_seconds
-        with self._leases_lock:
-            wait = self._leases.look([HeldLease.from_row(row) for row in rows])
-        _say(wait, self._leases.limit_s)
         return wait.wait_s
 
     def _serving(self) -> list[str]:
@@ -318,6 +331,14 @@ class Worker:
 
 
 def _say(wait: LeaseWait, limit_s: float) -> None:
+    for lease in wait.take:
+        logger.warning(
+            "--until-idle: taking run %s now: its lease is held by %s, a process of this "
+            "machine that is gone",
+            lease.thread_id,
+            lease.owner,
+            extra={"thread_id": lease.thread_id},
+        )
     for lease in wait.new:
         logger.warning(
             "--until-idle: waiting for run %s: its lease, held by %s, expires at %s (in %.1fs); "

@@ -65,3 +65,12 @@ def test_the_soonest_lease_within_the_limit_sets_the_wait() -> None:
 
 def test_an_expired_lease_not_yet_claimed_is_claimed_at_once() -> None:
     assert LeaseWatch().look([held("t", -0.5)]).wait_s == MARGIN_S
+
+
+def test_a_dead_owners_lease_is_offered_once_then_waited_for() -> None:
+    watch = LeaseWatch(relook_s=5.0)
+    dead = HeldLease("t", 1, "here:ns:99:ab", NOW + timedelta(seconds=30), 30.0, dead=True)
+    first = watch.look([dead])
+    assert first.take == (dead,) and first.wait_s == MARGIN_S
+    again = watch.look([dead])  # its claim failed: left to expire, as any other
+    assert again.take == () and again.wait_s == 5.0
