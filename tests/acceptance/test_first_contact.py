@@ -82,7 +82,7 @@ def test_an_unknown_run_on_a_known_thread_is_named(
     assert done.returncode == 3
     assert done.stderr.splitlines() == [
         f"error: thread '{thread_id}' has no run yet "
-        f"(`waystone start --thread-id {thread_id}` starts one)"
+        f"(`waystone start --graph NAME --thread-id {thread_id} --input '{{}}'` starts one)"
     ]
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
+from waystone._hints import command
 from waystone._json_input import parse_json_input
 from waystone.cli.readable import ReadableGroup, VersionOpt
 from waystone.config import Settings
@@ -128,8 +129,8 @@ def _no_run_yet(rt: Runtime, exc: UnknownThread) -> UnknownThread:
         rt.thread(exc.thread_id)
     except UnknownThread:
         return exc
-    start = f"`waystone start --thread-id {exc.thread_id}` starts one"
-    return UnknownRun(exc.thread_id, next_step=start)
+    start = command("start", "--graph", "NAME", "--thread-id", exc.thread_id, "--input", "{}")
+    return UnknownRun(exc.thread_id, next_step=f"{start} starts one")
 
 
 def fail(exc: WaystoneError) -> typer.Exit:
