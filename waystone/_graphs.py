@@ -137,8 +137,8 @@ def compile_graph(
         raise BadInput(f"graph {name!r} cannot be built: {type(exc).__name__}: {exc}") from exc
     if not isinstance(built, Pregel):
         raise BadInput(
-            f"graph {name!r} is a {type(source).__name__}: register a StateGraph "
-            "(uncompiled), a function returning one, or a functional-API @entrypoint"
+            f"graph {name!r} is a {type(source).__name__}: register a StateGraph, a "
+            "function returning one, a compiled graph or a functional-API @entrypoint"
         )
     if built.interrupt_before_nodes or built.interrupt_after_nodes:
         # a static breakpoint stops the graph with nothing pending to answer: no run could

@@ -6,7 +6,8 @@ out on the loop's async pool, and what the drive reads and records between steps
 signals, transitions) runs in a thread on the sync pool. Both pools are bounded
 (``WAYSTONE_POOL_MAX_SIZE`` each), whatever the concurrency: a run holds a connection only
 for a round trip, never while it awaits. Claims, wake-ups (LISTEN/NOTIFY), SIGTERM's drain
-and ``--until-idle`` behave as the threaded worker's (:mod:`waystone.worker`).
+and ``--until-idle`` (its wait for a killed worker's lease included) behave as the
+threaded worker's (:mod:`waystone.worker`).
 
 It is a flag, not chosen per graph: the threaded worker is the faster one for sync graphs
 (no loop between a node and its save), and whether a sync node blocks is not something a
@@ -114,9 +115,23 @@ class AsyncWorker(Worker):
                     await self._awake.wait(0.05)
                     continue
                 if self.until_idle and self._idle():
-                    self._stopping.set()
-                    self._awake.set()
-                    return
+                    self._claims_out += 1  # a run it takes is not idle time either
+                    try:
+                        left = await asyncio.to_thread(self._left_behind)
+                        if isinstance(left, Run):
+                            await self._free.acquire()
+                            self._start(left)
+                    finally:
+                        self._claims_out -= 1
+                    if left is None:
+                        self._stopping.set()
+                        self._awake.set()
+                        return
+                    if isinstance(left, Run):
+                        rechecks = 1
+                    else:
+                        await self._awake.wait(left)
+                    continue
                 timeout = await asyncio.to_thread(self._idle_timeout)
                 rechecks = 3 if await self._awake.wait(timeout) else 0
                 continue

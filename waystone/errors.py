@@ -50,6 +50,18 @@ class UnknownThread(WaystoneError):
         self.thread_id = thread_id
 
 
+class UnknownRun(UnknownThread):
+    """The thread exists but has no such run, or no run yet (exit 3, as an unknown
+    thread). ``next_step``: what the caller can do about it, where they are."""
+
+    def __init__(self, thread_id: str, run_id: str | None = None, next_step: str = "") -> None:
+        what = f"no run {run_id!r}" if run_id else "no run yet"
+        WaystoneError.__init__(
+            self, f"thread {thread_id!r} has {what}" + (f" ({next_step})" if next_step else "")
+        )
+        self.thread_id, self.run_id = thread_id, run_id
+
+
 class TransitionNotAllowed(WaystoneError):
     """The run's current state does not allow the requested change (exit 4)."""
 

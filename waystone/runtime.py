@@ -216,11 +216,18 @@ class Runtime:
         claimed = self._drives.claim_thread(thread_id)
         return self._views.after(claimed, self.drive(claimed))
 
-    def claim(self, *, agents: list[str] | None = None, owner: str | None = None) -> Run | None:
-        """The next runnable run of ``agents`` (all this runtime drives, by default),
-        claimed under a new lease by ``owner`` (this process), to :meth:`drive`; ``None``
-        when none is runnable. What a worker does."""
-        return self._drives.claim(agents=agents, owner=owner)
+    def claim(
+        self,
+        *,
+        agents: list[str] | None = None,
+        owner: str | None = None,
+        thread_id: str | None = None,
+    ) -> Run | None:
+        """The next runnable run of ``agents`` (all this runtime drives, by default), or
+        ``thread_id``'s (taken at once from a local owner that died), claimed under a new
+        lease by ``owner`` (this process), to :meth:`drive`; ``None`` when none is
+        runnable. What a worker does."""
+        return self._drives.claim(thread_id=thread_id, agents=agents, owner=owner)
 
     def release(self, claimed: Run) -> bool:
         """Give a claimed run's lease back, so another process takes it up at once."""

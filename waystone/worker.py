@@ -9,7 +9,10 @@ crons of its agents in a thread of its own (:mod:`waystone.ticker`). SIGTERM (or
 SIGINT) finishes the current step of every run in hand, releases the leases and exits; a
 second SIGINT exits at once. When Postgres goes away the worker backs off and carries on.
 A thread of its own delivers the runs' webhooks (:mod:`waystone._webhooks.deliver`),
-woken by NOTIFY on ``waystone_webhook``; ``--until-idle`` does not wait for them.
+woken by NOTIFY on ``waystone_webhook``; ``--until-idle`` does not wait for them. It does
+wait for a run left under a lease nobody renews (a killed worker's) to expire, and then
+drives it; a run whose worker ran on this machine and is gone is driven at once
+(:mod:`waystone._lease_wait`).
 
 A drive stuck past its step budget (see ``waystone._runs.leases``) loses its lease and its
 slot: a new slot takes its place, so the worker goes on claiming at its concurrency, and
@@ -31,8 +34,9 @@ from types import FrameType
 import psycopg
 from langgraph.runtime import RunControl
 
-from waystone import logs
-from waystone._runs.registry import Run, process_owner
+from waystone import logs, sql
+from waystone._lease_wait import HeldLease, LeaseWait, LeaseWatch
+from waystone._runs.registry import Run, owner_is_dead, process_owner
 from waystone._webhooks import deliver
 from waystone.errors import DatabaseUnavailable, LeaseLost, WaystoneError
 from waystone.runtime import Runtime
@@ -42,6 +46,7 @@ from waystone.ticker import CronTicker
 logger = logging.getLogger(__name__)
 
 CHANNEL = "waystone_runnable"
+HELD_SHOWN = 20  # leases an idle worker looks at, the soonest to expire first
 
 
 @dataclass
@@ -92,6 +97,8 @@ class Worker:
         # the drives in hand, by (thread id, lease token): a stuck one is dropped at once
         self._controls: dict[tuple[str, int], RunControl] = {}
         self._interrupts = 0
+        self._leases = LeaseWatch(relook_s=poll_seconds)
+        self._leases_lock = threading.Lock()
         self.ticker = CronTicker(runtime, self._serving, self.owner, self._stopping, poll_seconds)
         self._hooks = deliver.Deliverer(runtime, self.owner, self._stopping, poll_seconds)
 
@@ -176,9 +183,17 @@ class Worker:
                     self._wake.wait(0.05)
                     continue
                 if self.until_idle and self._idle():
-                    self._stopping.set()
-                    self._wake.set()
-                    return
+                    left = self._left_behind()
+                    if left is None:
+                        self._stopping.set()
+                        self._wake.set()
+                        return
+                    if isinstance(left, Run):
+                        self._drive(left)
+                        rechecks = 1
+                    else:
+                        self._wake.wait(left)
+                    continue
                 rechecks = 3 if self._wake.wait(self._idle_timeout()) else 0
                 continue
             self._drive(run)
@@ -187,6 +202,30 @@ class Worker:
     def _idle(self) -> bool:
         with self._lock:
             return not self._controls
+
+    def _left_behind(self) -> Run | float | None:
+        """Nothing to claim: a run a dead local worker left (claimed now), or how long to
+        wait for a lease nobody renews to expire (``None``: none to wait for, the worker
+        is idle), said on stderr once."""
+        try:
+            with self.rt.connection() as conn:
+                rows = conn.execute(
+                    sql.query("held_leases"), {"agents": self._serving(), "limit": HELD_SHOWN}
+                ).fetchall()
+            held = [HeldLease.from_row(r, owner_is_dead(r["lease_owner"])) for r in rows]
+            with self._leases_lock:
+                wait = self._leases.look(held)
+            _say(wait, self._leases.limit_s)
+            for lease in wait.take:
+                run = self.rt.claim(
+                    thread_id=lease.thread_id, agents=self._serving(), owner=self.owner
+                )
+                if run is not None:
+                    return run
+        except (WaystoneError, psycopg.OperationalError) as exc:
+            logger.warning("cannot read the runs' leases, trying again: %s", exc)
+            return self.poll_seconds
+        return wait.wait_s
 
     def _serving(self) -> list[str]:
         return self.agents if self.agents is not None else self.rt.names()
@@ -289,3 +328,36 @@ class Worker:
                 logger.warning("listener lost its connection: %s", exc)
                 self._stopping.wait(backoff)
                 backoff = min(backoff * 2, 5.0)
+
+
+def _say(wait: LeaseWait, limit_s: float) -> None:
+    for lease in wait.take:
+        logger.warning(
+            "--until-idle: taking run %s now: its lease is held by %s, a process of this "
+            "machine that is gone",
+            lease.thread_id,
+            lease.owner,
+            extra={"thread_id": lease.thread_id},
+        )
+    for lease in wait.new:
+        logger.warning(
+            "--until-idle: waiting for run %s: its lease, held by %s, expires at %s (in %.1fs); "
+            "the run is driven here then, unless its holder renews the lease (then it is left "
+            "to it)",
+            lease.thread_id,
+            lease.owner,
+            lease.expires_at.isoformat(),
+            lease.expires_in,
+            extra={"thread_id": lease.thread_id},
+        )
+    for lease in wait.beyond:
+        logger.warning(
+            "--until-idle: not waiting for run %s: its lease, held by %s, expires at %s (in "
+            "%.0fs, more than the %.0fs this worker waits); start a worker after then to drive it",
+            lease.thread_id,
+            lease.owner,
+            lease.expires_at.isoformat(),
+            lease.expires_in,
+            limit_s,
+            extra={"thread_id": lease.thread_id},
+        )

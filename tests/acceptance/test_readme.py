@@ -7,6 +7,7 @@ interpreter. Only the test's own plumbing is substituted: the thread id the tour
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -147,11 +148,11 @@ def test_the_readme_tour_typed_in_a_new_directory_ends_done(
             proc.stdout.close()
 
 
-def test_the_readme_graph_commands_run_as_written(
+def test_the_readme_graph_commands_run_as_written_twice(
     new_directory: tuple[Path, dict[str, str]],
 ) -> None:
     cwd, env = new_directory
-    for line in console("Bring your LangGraph graph"):
+    for line in console("Bring your LangGraph graph") * 2:  # the second time: run 2
         words = shlex.split(line.command, comments=True)
         if words[0] == "export":
             name, _, value = words[1].partition("=")
@@ -162,6 +163,41 @@ def test_the_readme_graph_commands_run_as_written(
         printed = done.stdout.splitlines()
         missing = [s for s in line.shown if s not in printed]
         assert not missing, (line.command, missing, done.stdout)
+
+
+def test_the_first_example_runs_twice_in_a_row(
+    new_directory: tuple[Path, dict[str, str]],
+) -> None:
+    """The README's first example, as a user runs it again in the same database."""
+    cwd, env = new_directory
+    code = python_blocks()[0][1]
+    assert python_blocks()[0][0] == "Bring your LangGraph graph"
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        printed = done.stdout.splitlines()
+        assert printed[0].startswith("waiting [{'id': ") and printed[1:] == ["done", "[1, 2]"]
+
+
+def test_the_readme_langgraph_json_names_the_graphs(
+    new_directory: tuple[Path, dict[str, str]],
+) -> None:
+    """The README's langgraph.json, in a new directory beside the file it names."""
+    cwd, env = new_directory
+    block = re.search(r"```json\n(.*?)```", section("Bring your LangGraph graph"), re.DOTALL)
+    assert block is not None
+    (cwd / "langgraph.json").write_text(block.group(1))
+    graphs = json.loads(block.group(1))["graphs"]
+    assert graphs == {"support": "./agent.py:builder"}
+    (cwd / "agent.py").write_text("from waystone.examples.support import builder\n")
+    ask = json.dumps({"question": "hi"})
+    start = ["waystone", "start", "--graph", "support", "--thread-id", "t-1", "--input", ask]
+    for words, shown in ((start, "queued"), (["waystone", "run", "t-1"], "waiting")):
+        done = subprocess.run(argv(words), cwd=cwd, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        assert f"t-1  {shown}  (support)" in done.stdout.splitlines(), done.stdout
 
 
 @pytest.mark.parametrize(

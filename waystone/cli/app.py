@@ -13,10 +13,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
+from waystone._hints import command
 from waystone._json_input import parse_json_input
 from waystone.cli.readable import ReadableGroup, VersionOpt
 from waystone.config import Settings
-from waystone.errors import BadInput, DatabaseUnavailable, WaystoneError
+from waystone.errors import (
+    BadInput,
+    DatabaseUnavailable,
+    UnknownRun,
+    UnknownThread,
+    WaystoneError,
+)
 
 if TYPE_CHECKING:
     from waystone.runtime import Runtime
@@ -107,8 +114,23 @@ def open_runtime(database_url: str | None) -> Iterator[Runtime]:
     runtime = Runtime(settings)
     try:
         yield runtime
+    except UnknownThread as exc:
+        raise _no_run_yet(runtime, exc) from None
     finally:
         runtime.close()
+
+
+def _no_run_yet(rt: Runtime, exc: UnknownThread) -> UnknownThread:
+    """An unknown thread, or :class:`UnknownRun` when the thread exists (made through the
+    API) and has no run yet: "unknown thread" would send the user looking for a typo."""
+    if type(exc) is not UnknownThread:
+        return exc
+    try:
+        rt.thread(exc.thread_id)
+    except UnknownThread:
+        return exc
+    start = command("start", "--graph", "NAME", "--thread-id", exc.thread_id, "--input", "{}")
+    return UnknownRun(exc.thread_id, next_step=f"{start} starts one")
 
 
 def fail(exc: WaystoneError) -> typer.Exit:

@@ -302,6 +302,27 @@ SELECT lease_owner, lease_expires_at,
 FROM waystone.runs
 WHERE thread_id = %(thread_id)s AND state = 'running';
 
+-- name: database_ok
+-- A round trip: what a health check asks of Postgres.
+SELECT true AS ok;
+
+-- name: held_leases
+-- The running runs of these agents under a lease that has not expired, the soonest to
+-- expire first, by the database's clock: what a worker run --until-idle waits for.
+SELECT h.thread_id, h.lease_token, h.lease_owner, h.lease_expires_at,
+       extract(epoch FROM h.lease_expires_at - clock_timestamp())::float8 AS expires_in
+FROM waystone.each_agent(%(agents)s::text[]) AS a(agent)
+CROSS JOIN LATERAL (
+    SELECT r.thread_id, r.lease_token, r.lease_owner, r.lease_expires_at
+    FROM waystone.runs r
+    WHERE r.state = 'running' AND r.agent = a.agent
+      AND coalesce(r.lease_expires_at, '-infinity'::timestamptz) > clock_timestamp()
+    ORDER BY coalesce(r.lease_expires_at, '-infinity'::timestamptz)
+    LIMIT %(limit)s
+) h
+ORDER BY h.lease_expires_at
+LIMIT %(limit)s;
+
 -- name: next_wake
 -- Seconds until the first waiting run of these agents is due, by the database's clock
 -- (never a worker's): each agent's first deadline, through runs_wake_agent_idx.

@@ -16,11 +16,13 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+import psycopg
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from waystone import sql
 from waystone._identifiers import check_identifier
 from waystone._json_input import parse_json_input
 from waystone._runs import breakpoints
@@ -30,7 +32,13 @@ from waystone._runs.rollback import lineage
 from waystone._runs.signals import RESUME
 from waystone._runs.threads import SEARCH_LIMIT
 from waystone._webhooks.policy import Policy
-from waystone.errors import BadInput, TransitionNotAllowed, UnknownThread, WaystoneError
+from waystone.errors import (
+    BadInput,
+    TransitionNotAllowed,
+    UnknownRun,
+    UnknownThread,
+    WaystoneError,
+)
 from waystone.web import follow, run_options, shapes, stream, thread_edits
 from waystone.web.follower import Follower
 from waystone.web.owners import Tokens
@@ -90,7 +98,7 @@ class Api:
         r, w = self._reads, self._changes
         return [
             *crons.routes(self),
-            Route("/ok", r(self.ok), methods=["GET"]),
+            Route("/ok", self.ok, methods=["GET"]),  # a health check carries no token
             Route("/info", r(self.info), methods=["GET"]),
             Route("/assistants/search", r(self.search_assistants), methods=["POST"]),
             Route("/assistants/{assistant_id}", r(self.get_assistant), methods=["GET"]),
@@ -178,7 +186,21 @@ class Api:
     # -- assistants ------------------------------------------------------------------------
 
     async def ok(self, request: Request) -> Response:
+        """``{"ok": true}`` while the server answers, as the reference's: no token needed,
+        nothing told. With ``?check_db=1``, only once Postgres answers too (503 if not)."""
+        check_db = request.query_params.get("check_db", "0")
+        if check_db not in ("0", "1"):
+            return JSONResponse({"detail": "check_db must be 0 or 1"}, status_code=400)
+        if check_db == "1":
+            try:
+                await run_in_threadpool(self._database_ok)
+            except (WaystoneError, psycopg.Error):
+                return JSONResponse({"detail": "the database is unreachable"}, status_code=503)
         return JSONResponse({"ok": True})
+
+    def _database_ok(self) -> None:
+        with self.rt.connection() as conn:
+            conn.execute(sql.query("database_ok")).fetchall()
 
     async def info(self, request: Request) -> Response:
         from importlib.metadata import version
@@ -513,7 +535,12 @@ class Api:
     def _run(self, thread_id: str, run_id: str) -> tuple[RunStatus | None, dict[str, Any]]:
         """The thread's run ``run_id``: its status when it is the current run, and its
         shape; 404 when the thread has no such run."""
-        status = self.rt.status(thread_id)
+        listed = f"GET /threads/{thread_id}/runs lists its runs"
+        try:
+            status = self.rt.status(thread_id)
+        except UnknownThread:
+            self.rt.thread(thread_id)  # a thread that does not exist is 404 as such
+            raise UnknownRun(thread_id, run_id, listed) from None
         assistant = shapes.assistant_id(status.agent)
         metadata = self.rt.run_metadata(thread_id).get(run_id)
         if status.run_id == run_id:
@@ -524,7 +551,7 @@ class Api:
         for past in self.rt.history(thread_id)["runs"]:
             if past["run_id"] == run_id and past.get("stopped_as") != "rollback":
                 return None, shapes.past_run(thread_id, past, assistant, metadata)
-        raise ApiError(404, f"thread {thread_id!r} has no run {run_id!r}")
+        raise UnknownRun(thread_id, run_id, listed)
 
     async def get_run(self, request: Request) -> Response:
         p = request.path_params

@@ -8,8 +8,10 @@ connection opening or of the previous answer, however it trickles in (slowloris)
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import logging
+import os
 import signal
 import socket
 import sys
@@ -145,7 +147,7 @@ class WebServer:
         max_body = max_body_bytes()
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         # bound here, so that the port (--port 0) and the Host names are known
-        self.socket = socket.create_server((host, port), family=family)
+        self.socket = _bind(host, port, family)
         self.port = int(self.socket.getsockname()[1])
         shown = f"[{host}]" if ":" in host else host
         self.url = f"http://{shown}:{self.port}"
@@ -220,6 +222,30 @@ def serve(
         read_timeout=read_timeout,
     )
     server.run(announce)
+
+
+def _bind(host: str, port: int, family: socket.AddressFamily) -> socket.socket:
+    """A listening socket on ``host:port``; :class:`BadInput` saying what to do when the
+    port is taken or the address cannot be had (an OSError is a traceback to a user)."""
+    try:
+        return socket.create_server((host, port), family=family)
+    except OSError as exc:
+        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        if exc.errno == errno.EADDRINUSE:
+            raise BadInput(
+                f"port {port} is in use ({where}): pass --port with a free port (0: any free "
+                "one), or stop the process that listens there"
+            ) from None
+        if exc.errno == errno.EACCES:
+            raise BadInput(
+                f"cannot listen on {where}: permission denied (ports below 1024 need "
+                "privileges); pass --port with a port above 1023"
+            ) from None
+        reason = os.strerror(exc.errno) if exc.errno and exc.errno > 0 else str(exc)
+        raise BadInput(
+            f"cannot listen on {where}: {reason}; check --host (an address of this machine) "
+            "and --port"
+        ) from None
 
 
 def _print_url(url: str) -> None:
