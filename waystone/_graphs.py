@@ -118,10 +118,24 @@ def load_graphs(text: str) -> dict[str, GraphSource]:
     return found
 
 
+TOOL_MODES = ("ledger", "as-is")  # Runtime(tools=...), WAYSTONE_TOOLS
+
+
+def check_tools(mode: str) -> str:
+    if mode not in TOOL_MODES:
+        raise BadInput(
+            f"tools={mode!r}: give 'ledger' (every ToolNode call through the effect ledger, "
+            "the default) or 'as-is' (tools called as LangGraph calls them)"
+        )
+    return mode
+
+
 def compile_graph(
-    name: str, source: GraphSource, saver: BaseCheckpointSaver[Any]
+    name: str, source: GraphSource, saver: BaseCheckpointSaver[Any], tools: str = "ledger"
 ) -> Pregel[Any, Any, Any, Any]:
-    """``source`` compiled (or copied) with ``saver`` as its checkpointer."""
+    """``source`` compiled (or copied) with ``saver`` as its checkpointer; with ``tools``
+    ``"ledger"``, every call of its ``ToolNode`` s (and its subgraphs') goes through the
+    effect ledger (:mod:`waystone.effects._tool_node`)."""
     from langgraph.graph import StateGraph
     from langgraph.pregel import Pregel
 
@@ -147,6 +161,10 @@ def compile_graph(
             f"graph {name!r} is compiled with interrupt_before/interrupt_after: call "
             "interrupt() in the node instead (the run waits on it, and resume answers it)"
         )
+    if check_tools(tools) == "ledger":
+        from waystone.effects._tool_node import route_tool_nodes
+
+        built = route_tool_nodes(built)
     return built
 
 

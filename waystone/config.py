@@ -52,6 +52,8 @@ class Settings:
     ``allowed_modules``: the classes a checkpoint is read back as, beyond LangGraph's safe
     types (``module:Class``, or ``module`` for every class it defines; see
     :mod:`waystone._checkpointing.allowlist`).
+    ``tools``: ``"ledger"`` routes every call of a user's graph's ``ToolNode`` through the
+    effect ledger; ``"as-is"`` calls its tools as LangGraph does (docs/tools.md).
     """
 
     database_url: str | None = None
@@ -66,6 +68,8 @@ class Settings:
     # what a step may take beyond its longest model or tool wait (the database, the checks)
     step_margin_s: float = 30.0
     allowed_modules: tuple[str, ...] = ()
+    # a user's graph's ToolNode calls: "ledger" (safe by default) or "as-is" (opted out)
+    tools: str = "ledger"
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -80,6 +84,7 @@ class Settings:
             "tool_settle": _timeouts_from_env("WAYSTONE_TOOL_SETTLE"),
             "step_margin_s": float(os.environ.get("WAYSTONE_STEP_MARGIN") or 30.0),
             "allowed_modules": _declared(os.environ.get("WAYSTONE_ALLOWED_MODULES", "")),
+            "tools": os.environ.get("WAYSTONE_TOOLS") or "ledger",
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]
