@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from waystone._identifiers import check_identifier
 from waystone._imports import import_object
+from waystone.config import TOOL_MODES
 from waystone.errors import BadInput
 
 if TYPE_CHECKING:
@@ -116,9 +117,6 @@ def load_graphs(text: str) -> dict[str, GraphSource]:
             raise BadInput(f"WAYSTONE_GRAPHS names {named!r} twice; give each graph one name")
         found[named] = import_object("WAYSTONE_GRAPHS", ref.strip())
     return found
-
-
-TOOL_MODES = ("ledger", "as-is")  # Runtime(tools=...), WAYSTONE_TOOLS
 
 
 def check_tools(mode: str) -> str:

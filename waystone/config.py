@@ -38,6 +38,19 @@ def _timeouts_from_env(name: str) -> dict[str, float]:
         raise ValueError(f"{name}: {exc}") from None
 
 
+TOOL_MODES = ("ledger", "as-is")  # how a user's graph's ToolNode calls its tools
+
+
+def _tools_from_env() -> str:
+    mode = os.environ.get("WAYSTONE_TOOLS") or "ledger"
+    if mode not in TOOL_MODES:
+        raise ValueError(
+            f"WAYSTONE_TOOLS={mode!r}: give 'ledger' (the default: tool calls through the "
+            "effect ledger) or 'as-is' (tools called as LangGraph calls them)"
+        )
+    return mode
+
+
 def _declared(text: str) -> tuple[str, ...]:
     """``"mypkg.state,langchain_core.agents:AgentAction"`` -> its entries."""
     return tuple(part.strip() for part in text.split(",") if part.strip())
@@ -84,7 +97,7 @@ class Settings:
             "tool_settle": _timeouts_from_env("WAYSTONE_TOOL_SETTLE"),
             "step_margin_s": float(os.environ.get("WAYSTONE_STEP_MARGIN") or 30.0),
             "allowed_modules": _declared(os.environ.get("WAYSTONE_ALLOWED_MODULES", "")),
-            "tools": os.environ.get("WAYSTONE_TOOLS") or "ledger",
+            "tools": _tools_from_env(),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]

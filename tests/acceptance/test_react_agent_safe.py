@@ -169,3 +169,17 @@ def test_an_interrupt_inside_the_tool_ends_done_after_the_approval_with_no_retry
             (thread_id,),
         ).fetchall()
     assert rows == [("book", "applied", 1)]
+
+
+@pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
+def test_a_call_of_unknown_outcome_is_never_told_to_the_model_as_an_error(
+    trip_cli: Cli, provider: ProviderProcess
+) -> None:
+    """With ``handle_tool_errors=True`` the model gets every tool error as a message and
+    could book again under a new call id: the unknown outcome ends the run instead."""
+    thread_id = _approved(trip_cli, "trip_handled")
+    _killed(trip_cli, provider, thread_id, KILLS["after-the-answer"])
+    last = _finished(trip_cli, thread_id)
+
+    assert last["state"] == "needs-human", last
+    assert len(_bookings(provider)) == 1

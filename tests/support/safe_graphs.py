@@ -6,7 +6,8 @@ every booking. For the CLI and workers through ``WAYSTONE_GRAPHS`` (:data:`GRAPH
 ``trip``: the booking tool declares nothing, as a new user writes it (a fresh
 ``Idempotency-Key`` per request: the provider books every request); Waystone calls it at
 most once. ``trip_keyed``: the same tool declared idempotent by key with
-``durable_tool``, sending the ledger's key; made exactly once.
+``durable_tool``, sending the ledger's key; made exactly once. ``trip_handled``: ``trip`` whose
+``ToolNode`` hands every error to the model.
 """
 
 from __future__ import annotations
@@ -21,13 +22,16 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import BaseTool, InjectedToolArg, tool
+from langgraph.prebuilt import ToolNode
 from langgraph.types import interrupt
 
 import waystone
 from tests.support.chat_models import ConversationModel
 
 # WAYSTONE_GRAPHS for a test's processes
-GRAPHS = "trip=tests.support.safe_graphs:trip,trip_keyed=tests.support.safe_graphs:trip_keyed"
+GRAPHS = ",".join(
+    f"{name}=tests.support.safe_graphs:{name}" for name in ("trip", "trip_keyed", "trip_handled")
+)
 ORDER = {"order_id": "7001", "amount": "40.00"}
 
 
@@ -92,7 +96,7 @@ def book_keyed(order_id: str, amount: str, key: Annotated[str, InjectedToolArg])
     return _book(order_id, amount, key=key)
 
 
-def _agent(tools: list[BaseTool]) -> Any:
+def _agent(tools: list[BaseTool] | ToolNode) -> Any:
     from langgraph.prebuilt import create_react_agent
     from langgraph.warnings import LangGraphDeprecatedSinceV10
 
@@ -114,3 +118,10 @@ def trip_keyed() -> Any:
             waystone.durable_tool(book_keyed, idempotent_by_key=True),
         ]
     )
+
+
+def trip_handled() -> Any:
+    """The undeclared agent with a ``ToolNode`` that turns every error into a message for
+    the model (``handle_tool_errors=True``)."""
+    tools = [waystone.durable_tool(quote, read_only=True), book]
+    return _agent(ToolNode(tools, handle_tool_errors=True))

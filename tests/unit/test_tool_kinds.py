@@ -12,6 +12,7 @@ from langgraph.types import Command
 
 import waystone
 from waystone._graphs import check_tools
+from waystone.config import Settings
 from waystone.effects._kinds import DECLARED, ToolKind, tool_kind
 from waystone.effects._tool_node import _receipt
 from waystone.errors import BadInput
@@ -101,3 +102,13 @@ def test_the_tools_mode_is_one_of_two() -> None:
     assert check_tools("as-is") == "as-is"
     with pytest.raises(BadInput, match="'as-is'"):
         check_tools("off")
+
+
+def test_the_edge_reads_the_tools_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WAYSTONE_TOOLS", "as-is")
+    assert Settings.from_env().tools == "as-is"
+    monkeypatch.delenv("WAYSTONE_TOOLS")
+    assert Settings.from_env().tools == "ledger"
+    monkeypatch.setenv("WAYSTONE_TOOLS", "off")
+    with pytest.raises(ValueError, match="WAYSTONE_TOOLS='off'"):
+        Settings.from_env()
