@@ -321,3 +321,17 @@ def test_async_tools_go_through_the_ledger_too(rt: Runtime) -> None:
     thread_id = asyncio.run(drive())
     assert calls["book"] == 1
     assert effects(rt.history(thread_id)) == {"book": ("applied", 1), "ask": ("applied", 1)}
+
+
+def test_a_tool_node_in_a_subgraph_is_routed_too(rt: Runtime) -> None:
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    tools = Tools()
+    inner = agent([tools.book, tools.ask], call("book", order_id="1001"))
+    outer = StateGraph(MessagesState)
+    outer.add_node("inner", inner)
+    outer.add_edge(START, "inner")
+    outer.add_edge("inner", END)
+    _, history = answered(rt, "nested", outer)
+    assert tools.calls["book"] == 1
+    assert effects(history) == {"book": ("applied", 1), "ask": ("applied", 1)}

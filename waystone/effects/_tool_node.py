@@ -65,8 +65,8 @@ def route_tool_nodes(graph: Pregel[Any, Any, Any, Any]) -> Pregel[Any, Any, Any,
             changed[name] = node.copy({"bound": _routed(bound)})
         elif isinstance(bound, Pregel):
             routed = route_tool_nodes(bound)
-            if routed is not bound:
-                changed[name] = node.copy({"bound": routed})
+            if routed is not bound:  # LangGraph finds a node's subgraph by `subgraphs`
+                changed[name] = node.copy({"bound": routed, "subgraphs": [routed]})
     if not changed:
         return graph
     return graph.copy(update={"nodes": {**graph.nodes, **changed}})
