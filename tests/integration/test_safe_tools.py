@@ -335,3 +335,39 @@ def test_a_tool_node_in_a_subgraph_is_routed_too(rt: Runtime) -> None:
     _, history = answered(rt, "nested", outer)
     assert tools.calls["book"] == 1
     assert effects(history) == {"book": ("applied", 1), "ask": ("applied", 1)}
+
+
+@pytest.mark.parametrize("declared", [False, True])
+def test_effects_a_tool_made_before_its_interrupt_are_not_made_again(
+    rt: Runtime, declared: bool
+) -> None:
+    calls: Counter[str] = Counter()
+
+    @waystone.effect
+    def note(to: str) -> dict[str, Any]:
+        calls["note"] += 1
+        return {"sent_to": to}
+
+    @tool
+    def tell_then_ask(to: str) -> str:
+        """Tell a customer, then ask a person."""
+        calls["tool"] += 1
+        note(to=to)
+        return f"asked: {interrupt({'told': to})}"
+
+    told = waystone.durable_tool(tell_then_ask, effects_inside=True) if declared else tell_then_ask
+    turn = AIMessage(content="", tool_calls=[call("tell_then_ask", to="front desk")])
+    model = ConversationModel(responses=[turn, AIMessage("done")])
+    name = f"tells_{int(declared)}"
+    rt.register_graph(name, create_react_agent(model, [told]))
+    waiting = rt.invoke(name, SAID)
+    assert waiting.state == "waiting", waiting
+    rt.resume(waiting.thread_id, "yes")
+    done = rt.run(waiting.thread_id)
+
+    assert done.state == "done", done
+    assert (calls["tool"], calls["note"]) == (2, 1)  # run again; its effect made once
+    assert results(rt, name, done.thread_id) == {"call_tell_then_ask": "asked: yes"}
+    found = effects(rt.history(done.thread_id))
+    assert found["note"] == ("applied", 1)
+    assert found.get("tell_then_ask") == (None if declared else ("applied", 1))
