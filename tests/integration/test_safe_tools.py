@@ -371,3 +371,37 @@ def test_effects_a_tool_made_before_its_interrupt_are_not_made_again(
     found = effects(rt.history(done.thread_id))
     assert found["note"] == ("applied", 1)
     assert found.get("tell_then_ask") == (None if declared else ("applied", 1))
+
+
+@pytest.mark.parametrize("how", ["effect-inside", "durable-tool"])
+def test_a_needs_human_inside_a_tool_is_never_handed_to_the_model(rt: Runtime, how: str) -> None:
+    """``handle_tool_errors=True`` turns a tool's errors into messages for the model; an
+    effect of unknown outcome (no lookup, no key) inside a tool ends the run instead."""
+    from waystone.errors import UnknownOutcome
+
+    @waystone.effect
+    def charge(order_id: str) -> dict[str, Any]:
+        raise UnknownOutcome(f"the charge of {order_id} timed out")
+
+    @tool
+    def pay(order_id: str) -> str:
+        """Pay for an order."""
+        return str(charge(order_id=order_id))
+
+    @tool("pay")
+    def pay_directly(order_id: str) -> str:
+        """Pay for an order."""
+        raise TimeoutError(f"the charge of {order_id} timed out")
+
+    paying = (
+        waystone.durable_tool(pay, effects_inside=True)
+        if how == "effect-inside"
+        else waystone.durable_tool(pay_directly)
+    )
+    turn = AIMessage(content="", tool_calls=[call("pay", order_id="5")])
+    model = ConversationModel(responses=[turn, AIMessage("done")])
+    node = ToolNode([paying], handle_tool_errors=True)
+    rt.register_graph("pays_once", create_react_agent(model, node))
+    stopped = rt.invoke("pays_once", SAID)
+    assert stopped.state == "needs-human", stopped
+    assert "pay" in str(stopped.reason) or "charge" in str(stopped.reason)
