@@ -14,7 +14,7 @@ import waystone
 from waystone._graphs import check_tools
 from waystone.config import Settings
 from waystone.effects._kinds import DECLARED, ToolKind, tool_kind
-from waystone.effects._tool_node import _receipt
+from waystone.effects._tool_calls import receipt_of
 from waystone.errors import BadInput
 
 
@@ -83,18 +83,18 @@ def test_a_durable_tool_is_not_declared_again() -> None:
 
 def test_the_ledger_keeps_a_results_message() -> None:
     said = ToolMessage(content="booked", tool_call_id="c1", status="success")
-    assert _receipt("book", said) == {"message": {"content": "booked", "status": "success"}}
+    assert receipt_of("book", said) == {"message": {"content": "booked", "status": "success"}}
     shown = ToolMessage(
         content=[{"type": "text", "text": "x"}], artifact={"n": 1}, tool_call_id="c"
     )
     kept = {"content": [{"type": "text", "text": "x"}], "status": "success", "artifact": {"n": 1}}
-    assert _receipt("t", shown) == {"message": kept}
+    assert receipt_of("t", shown) == {"message": kept}
 
 
 def test_what_the_ledger_cannot_keep_is_named() -> None:
     odd = ToolMessage(content="ok", artifact=object(), tool_call_id="c1")
-    assert _receipt("t", odd) == {"message": {"content": "ok", "status": "success"}}
-    assert _receipt("t", Command(update={"x": 1})) == {"kept": False, "type": "Command"}
+    assert receipt_of("t", odd) == {"message": {"content": "ok", "status": "success"}}
+    assert receipt_of("t", Command(update={"x": 1})) == {"kept": False, "type": "Command"}
 
 
 def test_the_tools_mode_is_one_of_two() -> None:
