@@ -168,17 +168,33 @@ def compile_graph(
 
 def needs_async(graph: Pregel[Any, Any, Any, Any]) -> bool:
     """Whether a compiled graph has a node (in it or in a subgraph) that is only async
-    (``async def``): ``invoke`` refuses those, only ``ainvoke`` runs them."""
+    (``async def``), or a ``ToolNode`` with a tool that is (an MCP server's, as
+    ``langchain-mcp-adapters`` makes them): ``invoke`` refuses those, only ``ainvoke``
+    runs them."""
     from langgraph._internal._runnable import RunnableCallable
+    from langgraph.prebuilt import ToolNode
     from langgraph.pregel import Pregel
 
     for node in graph.nodes.values():
         bound = node.bound
         if isinstance(bound, RunnableCallable) and bound.func is None and bound.afunc:
             return True
+        if isinstance(bound, ToolNode) and any(map(_async_only, bound.tools_by_name.values())):
+            return True
         if isinstance(bound, Pregel) and needs_async(bound):
             return True
     return False
+
+
+def _async_only(tool: Any) -> bool:
+    """A structured tool made with a coroutine alone (or a durable tool wrapping one)."""
+    from langchain_core.tools import StructuredTool
+
+    from waystone.effects.lc_tools import DurableTool
+
+    if isinstance(tool, DurableTool):
+        return _async_only(tool.inner)
+    return isinstance(tool, StructuredTool) and tool.func is None and tool.coroutine is not None
 
 
 def check_names(agents: Mapping[str, object], graphs: Mapping[str, object]) -> None:

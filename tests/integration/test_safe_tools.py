@@ -405,3 +405,23 @@ def test_a_needs_human_inside_a_tool_is_never_handed_to_the_model(rt: Runtime, h
     stopped = rt.invoke("pays_once", SAID)
     assert stopped.state == "needs-human", stopped
     assert "pay" in str(stopped.reason) or "charge" in str(stopped.reason)
+
+
+def test_a_graph_with_an_async_only_tool_is_driven_on_an_event_loop(rt: Runtime) -> None:
+    """An MCP server's tools are coroutines alone: ``invoke`` cannot call them."""
+    calls: Counter[str] = Counter()
+
+    async def look(order_id: str) -> str:
+        calls["look"] += 1
+        return f"{order_id} is in stock"
+
+    mcp_like = StructuredTool.from_function(
+        coroutine=look, name="look", description="Look.", metadata={"readOnlyHint": True}
+    )
+    turn = AIMessage(content="", tool_calls=[call("look", order_id="1001")])
+    model = ConversationModel(responses=[turn, AIMessage("done")])
+    rt.register_graph("mcp_async", create_react_agent(model, [mcp_like]))
+    done = rt.invoke("mcp_async", SAID)
+    assert done.state == "done", done
+    assert calls["look"] == 1
+    assert results(rt, "mcp_async", done.thread_id) == {"call_look": "1001 is in stock"}
