@@ -12,9 +12,15 @@ from typing import Annotated, Any
 
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
-from langchain_core.tools import BaseTool, InjectedToolArg, StructuredTool, tool
+from langchain_core.tools import (
+    BaseTool,
+    InjectedToolArg,
+    InjectedToolCallId,
+    StructuredTool,
+    tool,
+)
 from langgraph.prebuilt import ToolNode, create_react_agent
-from langgraph.types import interrupt
+from langgraph.types import Command, interrupt
 
 import waystone
 from tests.support.chat_models import ConversationModel
@@ -425,3 +431,23 @@ def test_a_graph_with_an_async_only_tool_is_driven_on_an_event_loop(rt: Runtime)
     assert done.state == "done", done
     assert calls["look"] == 1
     assert results(rt, "mcp_async", done.thread_id) == {"call_look": "1001 is in stock"}
+
+
+def test_a_command_a_tool_returned_is_given_back_when_its_node_runs_again(rt: Runtime) -> None:
+    calls: Counter[str] = Counter()
+
+    @tool
+    def hand_off(to: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command[Any]:
+        """Hand the conversation to someone."""
+        calls["hand_off"] += 1
+        said = ToolMessage(f"handed to {to}", tool_call_id=tool_call_id, name="hand_off")
+        return Command(update={"messages": [said]})
+
+    tools = Tools()
+    thread_id, history = answered(
+        rt, "hands", agent([hand_off, tools.ask], call("hand_off", to="billing"))
+    )
+    assert calls["hand_off"] == 1
+    assert results(rt, "hands", thread_id)["call_hand_off"] == "handed to billing"
+    [row] = [e for e in history["effects"] if e["tool"] == "hand_off"]
+    assert "command" in row["receipt"]

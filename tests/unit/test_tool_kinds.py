@@ -3,18 +3,19 @@ result (docs/tools.md)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import tool
-from langgraph.types import Command
+from langgraph.types import Command, Send
 
 import waystone
 from waystone._graphs import check_tools
 from waystone.config import Settings
 from waystone.effects._kinds import DECLARED, ToolKind, tool_kind
-from waystone.effects._tool_calls import receipt_of
+from waystone.effects._tool_calls import _command_from, receipt_of
 from waystone.errors import BadInput
 
 
@@ -94,7 +95,21 @@ def test_the_ledger_keeps_a_results_message() -> None:
 def test_what_the_ledger_cannot_keep_is_named() -> None:
     odd = ToolMessage(content="ok", artifact=object(), tool_call_id="c1")
     assert receipt_of("t", odd) == {"message": {"content": "ok", "status": "success"}}
-    assert receipt_of("t", Command(update={"x": 1})) == {"kept": False, "type": "Command"}
+    assert receipt_of("t", Command(update={"x": object()})) == {"kept": False, "type": "Command"}
+    assert receipt_of("t", Command(resume="yes")) == {"kept": False, "type": "Command"}
+    assert receipt_of("t", 42) == {"kept": False, "type": "int"}
+
+
+def test_a_command_is_kept_and_given_back_as_it_was() -> None:
+    said = ToolMessage(content="handed off", tool_call_id="c1", name="handoff")
+    command = Command(
+        graph=Command.PARENT,
+        update={"messages": [said], "n": 1},
+        goto=[Send("helper", {"task": "x", "messages": [said]}), "agent"],
+    )
+    kept = receipt_of("handoff", command)
+    assert json.loads(json.dumps(kept)) == kept  # what the ledger stores
+    assert _command_from(kept["command"]) == command
 
 
 def test_the_tools_mode_is_one_of_two() -> None:

@@ -4,16 +4,20 @@ tool call id (:mod:`waystone.effects._tool_node`).
 A tool that declares nothing is called at most once: an error it raises is a known
 outcome, recorded ``failed`` and raised on as it was; an idempotent one (MCP
 ``idempotentHint``) is made again under the same key after a crash or a transport error.
-What the ledger keeps of a result is its message, given back when the node runs again.
+What the ledger keeps of a result (its message, or its ``Command``) is given back when the
+node runs again.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from langchain_core.load import dumpd, load
 from langchain_core.messages import ToolMessage
 from langgraph.errors import GraphBubbleUp
+from langgraph.types import Command, Send
 
 from waystone.effects._keys import canonical_json
 from waystone.effects._kinds import ToolKind
@@ -126,6 +130,9 @@ class LedgeredCall:
         as the ledger kept it."""
         if self.made:
             return self.made[0]
+        command = receipt.get("command")
+        if isinstance(command, dict):
+            return _command_from(command)
         kept = receipt.get("message")
         if isinstance(kept, dict):
             return ToolMessage(
@@ -147,16 +154,73 @@ class LedgeredCall:
 
 def receipt_of(name: str, output: Any) -> Receipt:
     """What the ledger keeps of a tool call's result: its message's content, status and
-    artifact when they are JSON; else what it was (a ``Command`` is not kept)."""
+    artifact when they are JSON; a ``Command`` whose update and ``Send`` s are JSON or
+    messages; else what it was."""
     del name
     if isinstance(output, ToolMessage):
         kept: dict[str, Any] = {"content": output.content, "status": output.status}
         if output.artifact is not None:
             kept["artifact"] = output.artifact
         for attempt in (kept, {k: v for k, v in kept.items() if k != "artifact"}):
-            try:
-                canonical_json(attempt)
-            except (TypeError, ValueError):
-                continue
-            return {"message": attempt}
+            if _json(attempt):
+                return {"message": attempt}
+    if isinstance(output, Command) and output.resume is None:
+        command = {
+            "graph": output.graph,
+            "update": dumpd(output.update),
+            "goto": _goto(output.goto),
+        }
+        if _json(command) and _revivable(command):
+            return {"command": command}
     return {"kept": False, "type": type(output).__name__}
+
+
+def _json(value: Any) -> bool:
+    try:
+        canonical_json(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _revivable(value: Any) -> bool:
+    """Whether ``dumpd`` wrote no object it cannot make again (``not_implemented``)."""
+    if isinstance(value, dict):
+        if value.get("lc") == 1 and value.get("type") == "not_implemented":
+            return False
+        return all(map(_revivable, value.values()))
+    if isinstance(value, list):
+        return all(map(_revivable, value))
+    return True
+
+
+def _goto(goto: Any) -> Any:
+    """A ``Command``'s ``goto`` as JSON: node names as they are, a ``Send`` as a dict."""
+    if isinstance(goto, Send):
+        return {"send": goto.node, "arg": dumpd(goto.arg)}
+    if isinstance(goto, list | tuple):
+        return [_goto(one) for one in goto]
+    return goto
+
+
+def _revived(value: Any) -> Any:
+    with warnings.catch_warnings():  # langchain-core's load is marked beta
+        warnings.simplefilter("ignore")
+        return load(value, allowed_objects="messages")
+
+
+def _goto_from(kept: Any) -> Any:
+    if isinstance(kept, dict) and "send" in kept:
+        return Send(kept["send"], _revived(kept["arg"]))
+    if isinstance(kept, list):
+        return [_goto_from(one) for one in kept]
+    return kept
+
+
+def _command_from(kept: dict[str, Any]) -> Command[Any]:
+    """The ``Command`` :func:`receipt_of` kept."""
+    return Command(
+        graph=kept.get("graph"),
+        update=_revived(kept.get("update")),
+        goto=_goto_from(kept.get("goto") or ()),
+    )
