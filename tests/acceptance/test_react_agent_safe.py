@@ -19,6 +19,7 @@ import psycopg
 import pytest
 
 from tests.conftest import ROOT, Cli, wait_until
+from tests.support.crashes import crash_points
 from tests.support.safe_graphs import GRAPHS, ORDER
 from waystone.examples.provider import ProviderProcess
 
@@ -38,6 +39,13 @@ AT_MOST_ONCE = {
     "after-the-receipt": (1, "done"),
 }
 SAID = {"messages": [{"role": "user", "content": "book order 7001"}]}
+
+
+def test_the_kill_points_are_crash_points_the_cli_lists() -> None:
+    listed = {p["name"]: p for p in crash_points()}
+    for point in (k for k in KILLS.values() if k != "held"):
+        name, _, tool = point.partition("@")
+        assert listed[name]["per_tool"] and tool == "book"
 
 
 @pytest.fixture
