@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from waystone._identifiers import check_identifier
 from waystone._imports import import_object
+from waystone.config import TOOL_MODES
 from waystone.errors import BadInput
 
 if TYPE_CHECKING:
@@ -118,10 +119,21 @@ def load_graphs(text: str) -> dict[str, GraphSource]:
     return found
 
 
+def check_tools(mode: str) -> str:
+    if mode not in TOOL_MODES:
+        raise BadInput(
+            f"tools={mode!r}: give 'ledger' (every ToolNode call through the effect ledger, "
+            "the default) or 'as-is' (tools called as LangGraph calls them)"
+        )
+    return mode
+
+
 def compile_graph(
-    name: str, source: GraphSource, saver: BaseCheckpointSaver[Any]
+    name: str, source: GraphSource, saver: BaseCheckpointSaver[Any], tools: str = "ledger"
 ) -> Pregel[Any, Any, Any, Any]:
-    """``source`` compiled (or copied) with ``saver`` as its checkpointer."""
+    """``source`` compiled (or copied) with ``saver`` as its checkpointer; with ``tools``
+    ``"ledger"``, every call of its ``ToolNode`` s (and its subgraphs') goes through the
+    effect ledger (:mod:`waystone.effects._tool_node`)."""
     from langgraph.graph import StateGraph
     from langgraph.pregel import Pregel
 
@@ -147,22 +159,42 @@ def compile_graph(
             f"graph {name!r} is compiled with interrupt_before/interrupt_after: call "
             "interrupt() in the node instead (the run waits on it, and resume answers it)"
         )
+    if check_tools(tools) == "ledger":
+        from waystone.effects._tool_node import route_tool_nodes
+
+        built = route_tool_nodes(built)
     return built
 
 
 def needs_async(graph: Pregel[Any, Any, Any, Any]) -> bool:
     """Whether a compiled graph has a node (in it or in a subgraph) that is only async
-    (``async def``): ``invoke`` refuses those, only ``ainvoke`` runs them."""
+    (``async def``), or a ``ToolNode`` with a tool that is (an MCP server's, as
+    ``langchain-mcp-adapters`` makes them): ``invoke`` refuses those, only ``ainvoke``
+    runs them."""
     from langgraph._internal._runnable import RunnableCallable
+    from langgraph.prebuilt import ToolNode
     from langgraph.pregel import Pregel
 
     for node in graph.nodes.values():
         bound = node.bound
         if isinstance(bound, RunnableCallable) and bound.func is None and bound.afunc:
             return True
+        if isinstance(bound, ToolNode) and any(map(_async_only, bound.tools_by_name.values())):
+            return True
         if isinstance(bound, Pregel) and needs_async(bound):
             return True
     return False
+
+
+def _async_only(tool: Any) -> bool:
+    """A structured tool made with a coroutine alone (or a durable tool wrapping one)."""
+    from langchain_core.tools import StructuredTool
+
+    from waystone.effects.lc_tools import DurableTool
+
+    if isinstance(tool, DurableTool):
+        return _async_only(tool.inner)
+    return isinstance(tool, StructuredTool) and tool.func is None and tool.coroutine is not None
 
 
 def check_names(agents: Mapping[str, object], graphs: Mapping[str, object]) -> None:

@@ -146,7 +146,7 @@ class Catalog:
 
         settings = self._parts.settings
         # a Pregel (an @entrypoint's) has what the runtime uses of a compiled StateGraph
-        compiled = compile_graph(name, self.graphs[name], self._parts.saver)
+        compiled = compile_graph(name, self.graphs[name], self._parts.saver, settings.tools)
         return Entry(
             graph=cast("CompiledStateGraph[Any]", compiled),
             # its nodes' longest wait is unknown: that of a model call, as for the preset's

@@ -38,6 +38,19 @@ def _timeouts_from_env(name: str) -> dict[str, float]:
         raise ValueError(f"{name}: {exc}") from None
 
 
+TOOL_MODES = ("ledger", "as-is")  # how a user's graph's ToolNode calls its tools
+
+
+def _tools_from_env() -> str:
+    mode = os.environ.get("WAYSTONE_TOOLS") or "ledger"
+    if mode not in TOOL_MODES:
+        raise ValueError(
+            f"WAYSTONE_TOOLS={mode!r}: give 'ledger' (the default: tool calls through the "
+            "effect ledger) or 'as-is' (tools called as LangGraph calls them)"
+        )
+    return mode
+
+
 def _declared(text: str) -> tuple[str, ...]:
     """``"mypkg.state,langchain_core.agents:AgentAction"`` -> its entries."""
     return tuple(part.strip() for part in text.split(",") if part.strip())
@@ -52,6 +65,8 @@ class Settings:
     ``allowed_modules``: the classes a checkpoint is read back as, beyond LangGraph's safe
     types (``module:Class``, or ``module`` for every class it defines; see
     :mod:`waystone._checkpointing.allowlist`).
+    ``tools``: ``"ledger"`` routes every call of a user's graph's ``ToolNode`` through the
+    effect ledger; ``"as-is"`` calls its tools as LangGraph does (docs/tools.md).
     """
 
     database_url: str | None = None
@@ -66,6 +81,8 @@ class Settings:
     # what a step may take beyond its longest model or tool wait (the database, the checks)
     step_margin_s: float = 30.0
     allowed_modules: tuple[str, ...] = ()
+    # a user's graph's ToolNode calls: "ledger" (safe by default) or "as-is" (opted out)
+    tools: str = "ledger"
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -80,6 +97,7 @@ class Settings:
             "tool_settle": _timeouts_from_env("WAYSTONE_TOOL_SETTLE"),
             "step_margin_s": float(os.environ.get("WAYSTONE_STEP_MARGIN") or 30.0),
             "allowed_modules": _declared(os.environ.get("WAYSTONE_ALLOWED_MODULES", "")),
+            "tools": _tools_from_env(),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)  # type: ignore[arg-type]

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import dataclasses
 import functools
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from waystone._graphs import GraphSource
+from waystone._graphs import GraphSource, check_tools
 from waystone._parts import Parts
 from waystone._runs import driver
 from waystone._runs import options as run_options
@@ -58,7 +59,10 @@ class Runtime:
 
     ``agents``: the preset's agents (:class:`~waystone.AgentSpec`) by name (by default the
     examples, and those ``WAYSTONE_AGENTS`` names); ``graphs``: your own graphs by name
-    (by default those ``WAYSTONE_GRAPHS`` names).
+    (by default those ``WAYSTONE_GRAPHS`` names). ``tools``: ``"ledger"`` (the default,
+    or ``WAYSTONE_TOOLS``) makes every call of your graphs' ``ToolNode`` s go through the
+    effect ledger (at most once for a tool that declares nothing, docs/tools.md);
+    ``"as-is"`` calls them as LangGraph does.
     """
 
     def __init__(
@@ -68,8 +72,11 @@ class Runtime:
         *,
         graphs: Mapping[str, GraphSource] | None = None,
         database_url: str | None = None,
+        tools: str | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env(database_url=database_url)
+        if tools is not None:
+            self.settings = dataclasses.replace(self.settings, tools=check_tools(tools))
         self._parts = Parts(self.settings)
         self._catalog = Catalog(self._parts, agents, graphs, _default_agents)
         self._commands = Commands(self._parts, self._catalog)

@@ -115,7 +115,11 @@ def test_a_database_at_the_baseline_is_upgraded_to_what_a_fresh_one_has(
         "SELECT p.proname, pg_get_functiondef(p.oid) FROM pg_proc p "
         "JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'waystone'"
     )
-    queries = (indexes, columns, functions)
+    checks = (
+        "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint "
+        "WHERE connamespace = 'waystone'::regnamespace AND contype = 'c'"
+    )
+    queries = (indexes, columns, functions, checks)
     fresh = [sorted(sql.execute(q).fetchall()) for q in queries]
     _new_run(sql, "waits")  # waiting on a deadline when the upgrade comes
     _force_state(sql, "waits", "waiting")
@@ -142,6 +146,11 @@ def test_a_database_at_the_baseline_is_upgraded_to_what_a_fresh_one_has(
     sql.execute("DROP TABLE waystone.webhooks")  # what 0011 adds, with its trigger
     sql.execute("DROP FUNCTION waystone.webhooks_due CASCADE")
     sql.execute("ALTER TABLE waystone.runs DROP COLUMN wait_id")
+    sql.execute(  # the statuses before 0013's 'interrupted'
+        "ALTER TABLE waystone.effects DROP CONSTRAINT effects_status_check, "
+        "ADD CONSTRAINT effects_status_check CHECK (status IN "
+        "('intent', 'applied', 'confirmed', 'failed', 'unknown'))"
+    )
     for function in ("check_fence", "check_transition", "notify_runnable"):  # 0003's
         sql.execute(
             f"CREATE OR REPLACE FUNCTION waystone.{function}() RETURNS trigger "
@@ -151,7 +160,7 @@ def test_a_database_at_the_baseline_is_upgraded_to_what_a_fresh_one_has(
     sql.execute("INSERT INTO waystone_schema_version (version) VALUES (1)")
     db = Database.open(Settings(database_url=database_url))
     try:
-        assert migrate(db) == latest_version() == 12
+        assert migrate(db) == latest_version() == 13
     finally:
         db.close()
     assert [sorted(sql.execute(q).fetchall()) for q in queries] == fresh

@@ -18,6 +18,8 @@ from waystone.effects._reconcile import Step, after_lookup, next_step
         ("unknown", True, False, Step.LOOKUP),
         ("unknown", False, True, Step.APPLY),
         ("unknown", False, False, Step.NEEDS_HUMAN),
+        ("interrupted", False, False, Step.APPLY),  # raised interrupt(): made again
+        ("interrupted", True, True, Step.APPLY),
     ],
 )
 def test_reconciliation_table(

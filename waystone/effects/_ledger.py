@@ -302,6 +302,21 @@ class Ledger:
             "timeout_s": timeout_s,
         }
 
+    def interrupted(self, key: str, fence: int | None, note: Note) -> Effect | None:
+        """Record that the call of the open intent ``key`` raised interrupt(): it counts
+        no attempt, and the next call of the key is made (see ``interrupt_effect``). The
+        effect as changed, ``None`` when it was no open intent."""
+        row = self.db.fetch_one(
+            "interrupt_effect",
+            fence=fence,
+            key=key,
+            thread_id=note.thread_id,
+            reason=self.redact(note.reason),
+            evidence=self.redact(note.evidence),
+            lease_token=fence,
+        )
+        return self._wrote(self._effect(row), fence, note.thread_id) if row else None
+
     def update(
         self,
         key: str,

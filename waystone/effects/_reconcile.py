@@ -8,7 +8,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-LedgerStatus = Literal["intent", "applied", "confirmed", "failed", "unknown"]
+LedgerStatus = Literal["intent", "applied", "confirmed", "failed", "unknown", "interrupted"]
 
 
 class Step(StrEnum):
@@ -33,9 +33,13 @@ def next_step(status: LedgerStatus | None, *, has_lookup: bool, dedupes: bool) -
     intent/unknown, dedupes       apply (same key)
     intent/unknown, neither       needs-human
     failed                        failed
+    interrupted                   apply (same key)
     ============================  =====================
+
+    An interrupted call raised ``interrupt()`` before it finished: its node runs again
+    from its start on resume, and the call is made again, as LangGraph makes it.
     """
-    if status is None:
+    if status is None or status == "interrupted":
         return Step.APPLY
     if status == "confirmed":
         return Step.REUSE

@@ -15,11 +15,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from langgraph.errors import GraphBubbleUp
+
 from waystone._crash import crash_point
 from waystone._hints import requeue_command
 from waystone.effects import deadline
 from waystone.effects._ledger import Effect, Ledger, Note
 from waystone.effects._reconcile import Step, after_lookup, next_step
+from waystone.effects._stop import Stop
 from waystone.effects._transport import classify_transport
 from waystone.effects.tools import Receipt, Tool
 from waystone.errors import (
@@ -108,7 +111,7 @@ class EffectRunner:
             if step is Step.FAILED:
                 return EffectResult("failed", reason=(row.error if row else "") or "failed")
             if step is Step.NEEDS_HUMAN:
-                return self._needs_human(thread_id, key, tool)
+                return self._needs_human(thread_id, action, tool)
             if step is Step.LOOKUP:
                 looked, row = self._lookup(thread_id, key, action["args"], tool, row)
                 if isinstance(looked, EffectResult):
@@ -127,12 +130,17 @@ class EffectRunner:
             dedupes=tool.idempotent_by_key,
         )
 
-    def _needs_human(self, thread_id: str, key: str, tool: Tool) -> EffectResult:
+    def _needs_human(self, thread_id: str, action: dict[str, Any], tool: Tool) -> EffectResult:
+        key, call = action["key"], action.get("tool_call_id")
+        called = f"{tool.name} (key {key}" + (f", tool call {call})" if call else ")")
         reason = (
-            f"the outcome of {tool.name} (key {key}) is unknown and the tool has neither a "
-            f"lookup nor key deduplication: check the provider, then {requeue_command(thread_id)}"
+            f"the outcome of {called} is unknown and the tool has neither a lookup nor key "
+            f"deduplication: check the provider, then {requeue_command(thread_id)}"
         )
-        self.event("needs-human", reason, {"key": key, "tool": tool.name})
+        evidence = {"key": key, "tool": tool.name, "args": action["args"]}
+        if call:
+            evidence["tool_call_id"] = call
+        self.event("needs-human", reason, evidence)
         return EffectResult("needs-human", reason=reason)
 
     def _lookup(
@@ -187,6 +195,22 @@ class EffectRunner:
         )
         return after_lookup(False), row
 
+    def _interrupted(self, thread_id: str, key: str, tool: Tool, exc: GraphBubbleUp) -> None:
+        """The call raised ``interrupt()`` (or another of LangGraph's control-flow
+        exceptions), which goes on up to LangGraph: the intent is kept as interrupted, so
+        the call made again when the node runs again is made, not sent to a person."""
+        what = type(exc).__name__
+        self.ledger.interrupted(
+            key,
+            self.fence,
+            Note(
+                thread_id,
+                "effect-interrupted",
+                f"{tool.name} raised {what}: it is called again when its node runs again",
+                {"key": key, "tool": tool.name, "raised": what},
+            ),
+        )
+
     def _look_after_losing(
         self, thread_id: str, key: str, args: dict[str, Any], tool: Tool
     ) -> None:
@@ -228,7 +252,7 @@ class EffectRunner:
         ) as made:
             try:
                 return tool.apply(args, key, tool.timeout_s)
-            except WaystoneError:
+            except (WaystoneError, GraphBubbleUp):  # interrupt() and the like: no error
                 raise
             except Exception as exc:
                 kind = classify_transport(exc) or UnknownOutcome
@@ -273,6 +297,10 @@ class EffectRunner:
         started = time.monotonic()
         try:
             receipt = self._call(tool, real_args, key, row)
+        except GraphBubbleUp as exc:
+            if not isinstance(exc, Stop):  # a needs-human inside: left open, as by a crash
+                self._interrupted(thread_id, key, tool, exc)
+            raise
         except TransientError as exc:
             row = self.ledger.update(
                 key,

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict
 from waystone._crash import crash_point
 from waystone.effects._keys import canonical_json, effect_key
 from waystone.effects._ledger import Note
+from waystone.effects._stop import STOPS, stop_if_routed
 from waystone.effects.context import CALLS, CallSite, call_site
 from waystone.effects.tools import Receipt, RetryPolicy, Tool
 from waystone.errors import NeedsHuman, PermanentError, TransientError, UnknownOutcome
@@ -110,14 +111,20 @@ class EffectSpec:
     def perform(self, site: CallSite, args: dict[str, Any], tool_call_id: str | None) -> Any:
         """Run the call through the ledger (blocking); what the caller gets back."""
         key = self._key(site, args, tool_call_id)
-        return self._perform(site, self.tool(None), args, key)
+        try:
+            return self._perform(site, self.tool(None), args, key, tool_call_id)
+        except STOPS as exc:
+            raise stop_if_routed(exc) from exc.__cause__
 
     async def aperform(self, site: CallSite, args: dict[str, Any], tool_call_id: str | None) -> Any:
         """The same from a coroutine: the ledger's work in a thread, the user's coroutines
         on this loop."""
         key = self._key(site, args, tool_call_id)  # here: the count is this task's
         tool = self.tool(asyncio.get_running_loop())
-        return await asyncio.to_thread(self._perform, site, tool, args, key)
+        try:
+            return await asyncio.to_thread(self._perform, site, tool, args, key, tool_call_id)
+        except STOPS as exc:
+            raise stop_if_routed(exc) from exc.__cause__
 
     def _key(self, site: CallSite, args: dict[str, Any], tool_call_id: str | None) -> str:
         """The call's key. Which call of its task it is: the model's tool call id when
@@ -130,10 +137,12 @@ class EffectSpec:
             call = f"call:{CALLS.next(site.execution, self.name, redacted)}"
         return effect_key(site.namespace, site.task, call, self.name, redacted)
 
-    def _perform(self, site: CallSite, tool: Tool, args: dict[str, Any], key: str) -> Any:
+    def _perform(
+        self, site: CallSite, tool: Tool, args: dict[str, Any], key: str, call: str | None
+    ) -> Any:
         site.context.flush(site.thread_id)  # the checkpoint the key derives from, kept
         runner = site.context.runner(site.thread_id, site.fence)
-        action = {"key": key, "ordinal": site.step, "args": args}
+        action = {"key": key, "ordinal": site.step, "args": args, "tool_call_id": call}
         result = runner.perform(site.thread_id, action, tool)
         if result.status == "failed":
             raise PermanentError(f"{self.name} (key {key}) failed: {result.reason}")

@@ -17,6 +17,7 @@ from langchain_core.tools import BaseTool
 from pydantic import ConfigDict
 
 from waystone.effects._keys import canonical_json
+from waystone.effects._kinds import DECLARED, ToolKind
 from waystone.effects.context import call_site
 from waystone.effects.inline import EffectSpec, _adapt, _dict
 from waystone.effects.tools import Receipt, RetryPolicy
@@ -104,16 +105,25 @@ class DurableTool(BaseTool):
 def durable_tool(
     tool: BaseTool,
     *,
+    read_only: bool = False,
+    effects_inside: bool = False,
     idempotent_by_key: bool = False,
     lookup: Callable[..., Any] | None = None,
     confirm: Callable[..., Any] | None = None,
     timeout_s: float = 30.0,
     retry: RetryPolicy | None = None,
     settle_s: float | None = None,
-) -> DurableTool:
+) -> BaseTool:
     """``tool`` (a structured langchain-core tool) with every call made exactly once
     through the effect ledger, like an :func:`~waystone.effects.inline.effect`: give the
     result to ``ToolNode`` or ``create_react_agent`` in its place.
+
+    A tool declared ``read_only`` (it changes nothing) or ``effects_inside`` (every
+    effect it makes is an ``@effect``, reconciled by its own key) is given back as a copy
+    that says so, called as it is: under a ``ToolNode`` of a graph Waystone drives, a
+    read-only tool is called again after a crash and on a transient error, and a tool
+    with its effects inside is run again. A tool given to ``ToolNode`` without any of
+    this is called at most once (see docs/tools.md).
 
     The key derives from the run's key namespace, the task, the model's tool call id (the
     count of identical calls, for a call without one), the tool's name and the canonical
@@ -125,6 +135,13 @@ def durable_tool(
     proves it absent; ``confirm`` also gets ``receipt`` (what the tool returned) and
     returns what the provider shows, a dict. The rest as for ``effect``.
     """
+    if read_only or effects_inside:
+        return _declared(
+            tool,
+            ToolKind.READ_ONLY if read_only else ToolKind.EFFECTS_INSIDE,
+            ledger_options=bool(idempotent_by_key or lookup or confirm or retry or settle_s),
+            both=read_only and effects_inside,
+        )
     schema = tool.tool_call_schema  # what the model sees: no injected arguments
     visible = _fields(schema)
     passes_key = "key" in _fields(tool.get_input_schema()) and "key" not in visible
@@ -150,6 +167,20 @@ def durable_tool(
         passes_key=passes_key,
         return_direct=tool.return_direct,
     )
+
+
+def _declared(tool: BaseTool, kind: ToolKind, *, ledger_options: bool, both: bool) -> BaseTool:
+    """A copy of ``tool`` whose metadata declares ``kind`` (the user's tool unchanged)."""
+    if both:
+        raise TypeError(f"{tool.name}: declare read_only or effects_inside, not both")
+    if ledger_options:
+        raise TypeError(
+            f"{tool.name}: a {kind.value} tool is called again, not through the ledger: "
+            "idempotent_by_key, lookup, confirm, retry and settle_s are for a tool that is"
+        )
+    if isinstance(tool, DurableTool):
+        raise TypeError(f"{tool.name} is a durable tool already: declare it on the tool it wraps")
+    return tool.model_copy(update={"metadata": {**(tool.metadata or {}), DECLARED: kind.value}})
 
 
 def _output_receipt(name: str, output: Any) -> Receipt:

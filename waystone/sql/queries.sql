@@ -483,7 +483,7 @@ WITH counted AS (
     VALUES (%(key)s, %(thread_id)s, %(ordinal)s, %(tool)s, %(args)s, 'intent', 1)
     ON CONFLICT (key) DO UPDATE
     SET attempts = waystone.effects.attempts + 1, updated_at = clock_timestamp(),
-        status = CASE WHEN waystone.effects.status IN ('unknown', 'intent')
+        status = CASE WHEN waystone.effects.status IN ('unknown', 'intent', 'interrupted')
                       THEN 'intent' ELSE waystone.effects.status END
     RETURNING *
 ), deadline AS (
@@ -575,6 +575,27 @@ WITH changed AS (
     FROM changed
 )
 SELECT * FROM changed;
+
+-- name: interrupt_effect
+-- The call raised interrupt() (or another of LangGraph's control-flow exceptions): it did
+-- not finish, and counts no attempt; the node runs again on resume and makes it again
+-- under its key. Only an open intent changes; its event goes in the same statement.
+WITH changed AS (
+    UPDATE waystone.effects
+    SET status = 'interrupted', attempts = greatest(attempts - 1, 0),
+        updated_at = clock_timestamp()
+    WHERE key = %(key)s AND status = 'intent'
+    RETURNING key, thread_id, ordinal, tool, args, status, attempts, receipt, confirmation,
+              error, created_at, updated_at
+), noted AS (
+    INSERT INTO waystone.run_events (thread_id, kind, reason, evidence, actor, lease_token)
+    SELECT %(thread_id)s, 'effect-interrupted', %(reason)s, %(evidence)s, 'waystone',
+           %(lease_token)s
+    FROM changed
+)
+SELECT key, thread_id, ordinal, tool, args, status, attempts, receipt, confirmation, error,
+       created_at, updated_at
+FROM changed;
 
 -- name: reset_effects_for_requeue
 -- A person requeued the run: unfinished effects get a fresh retry budget, and a recorded

@@ -193,15 +193,16 @@ CREATE TABLE waystone.signals (
 CREATE INDEX signals_pending_idx ON waystone.signals (thread_id) WHERE consumed_at IS NULL;
 
 -- The effect ledger: one row per external effect, keyed by its deterministic
--- idempotency key. intent -> applied -> confirmed, or failed / unknown.
+-- idempotency key. intent -> applied -> confirmed, or failed / unknown; interrupted: the
+-- call raised interrupt(), and is made again (same key) when its node runs again.
 CREATE TABLE waystone.effects (
     key          text PRIMARY KEY,
     thread_id    text NOT NULL REFERENCES waystone.runs (thread_id) ON DELETE CASCADE,
     ordinal      integer NOT NULL,
     tool         text NOT NULL,
     args         jsonb NOT NULL,
-    status       text NOT NULL CHECK (status IN
-                     ('intent', 'applied', 'confirmed', 'failed', 'unknown')),
+    status       text NOT NULL CONSTRAINT effects_status_check CHECK (status IN
+                     ('intent', 'applied', 'confirmed', 'failed', 'unknown', 'interrupted')),
     attempts     integer NOT NULL DEFAULT 0,
     receipt      jsonb,
     confirmation jsonb,

@@ -1,0 +1,453 @@
+"""Tool calls of a brought graph's ``ToolNode`` through the effect ledger, by what each tool
+declares (docs/tools.md). The agents below make two calls in one turn, one of which asks
+a person with ``interrupt()``: on resume LangGraph runs the tools node again from its
+start, which calls every tool again on a stock saver."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+import pytest
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import (
+    BaseTool,
+    InjectedToolArg,
+    InjectedToolCallId,
+    StructuredTool,
+    tool,
+)
+from langgraph.prebuilt import ToolNode, create_react_agent
+from langgraph.types import Command, interrupt
+
+import waystone
+from tests.support.chat_models import ConversationModel
+from waystone import Runtime, Settings
+from waystone.errors import BadInput
+
+pytestmark = pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
+
+ASK = {"name": "ask", "args": {"question": "go on?"}, "id": "call_ask"}
+SAID = {"messages": [{"role": "user", "content": "book order 1001"}]}
+
+
+def call(name: str, **args: Any) -> dict[str, Any]:
+    return {"name": name, "args": args, "id": f"call_{name}"}
+
+
+def agent(tools: list[BaseTool] | ToolNode, *calls: dict[str, Any]) -> Any:
+    """``create_react_agent`` whose model makes ``calls`` and asks (``ask``) in one turn,
+    all run by one task of its tools node (``version="v1"``; v2 sends each call to a
+    task of its own, and only the asking one runs again)."""
+    turn = AIMessage(content="", tool_calls=[*calls, ASK])
+    model = ConversationModel(responses=[turn, AIMessage("done")])
+    return create_react_agent(model, tools, version="v1")
+
+
+class Tools:
+    """The tools of a test, counting their calls."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+        calls = self.calls
+
+        @tool
+        def ask(question: str) -> str:
+            """Ask a person."""
+            return str(interrupt({"ask": question}))
+
+        @tool
+        def book(order_id: str) -> str:
+            """Book an order."""
+            calls["book"] += 1
+            return f"booked {order_id} ({calls['book']})"
+
+        @tool
+        def look(order_id: str) -> str:
+            """Look an order up."""
+            calls["look"] += 1
+            return f"{order_id} is in stock"
+
+        @tool
+        def fails(order_id: str) -> str:
+            """Fails."""
+            calls["fails"] += 1
+            raise ValueError(f"no such order {order_id}")
+
+        @waystone.effect
+        def note(to: str) -> dict[str, Any]:
+            calls["note"] += 1
+            return {"sent_to": to}
+
+        @tool
+        def tell(to: str) -> str:
+            """Tell a customer (an effect inside)."""
+            calls["tell"] += 1
+            return f"told {note(to=to)['sent_to']}"
+
+        @tool("book")
+        def book_keyed(order_id: str, key: Annotated[str, InjectedToolArg]) -> str:
+            """Book an order."""
+            calls["book"] += 1
+            return f"booked {order_id} with {key[:6]}"
+
+        self.ask, self.book, self.look, self.fails, self.tell = ask, book, look, fails, tell
+        self.book_keyed = book_keyed
+
+    def mcp(self, **annotations: Any) -> BaseTool:
+        """``look`` as ``langchain-mcp-adapters`` makes an MCP tool: the server's annotations
+        (``ToolAnnotations.model_dump()``) in its metadata."""
+        hints = {"title": None, "readOnlyHint": None, "destructiveHint": None}
+        hints |= {"idempotentHint": None, "openWorldHint": None, **annotations}
+        calls = self.calls
+
+        def look(order_id: str) -> str:
+            calls["look"] += 1
+            return f"{order_id} is in stock"
+
+        return StructuredTool.from_function(look, description="Look.", metadata=hints)
+
+
+@pytest.fixture
+def rt(database_url: str) -> Iterator[Runtime]:
+    with Runtime(Settings(database_url=database_url)) as runtime:
+        yield runtime
+
+
+def answered(rt: Runtime, name: str, graph: Any) -> tuple[str, dict[str, Any]]:
+    """Run ``graph`` until it asks, answer ``yes``, run it to its end: its thread and
+    history."""
+    rt.register_graph(name, graph)
+    waiting = rt.invoke(name, SAID)
+    assert waiting.state == "waiting", waiting
+    rt.resume(waiting.thread_id, "yes")
+    done = rt.run(waiting.thread_id)
+    assert done.state == "done", done
+    return waiting.thread_id, rt.history(waiting.thread_id)
+
+
+def results(rt: Runtime, name: str, thread_id: str) -> dict[str, str]:
+    messages = rt.graph(name).get_state(rt.config(thread_id)).values["messages"]
+    return {m.tool_call_id: str(m.content) for m in messages if isinstance(m, ToolMessage)}
+
+
+def effects(history: dict[str, Any]) -> dict[str, tuple[str, int]]:
+    return {e["tool"]: (e["status"], e["attempts"]) for e in history["effects"]}
+
+
+def test_a_tool_that_declares_nothing_is_not_called_again_when_its_node_runs_again(
+    rt: Runtime,
+) -> None:
+    tools = Tools()
+    thread_id, history = answered(
+        rt, "plain", agent([tools.book, tools.ask], call("book", order_id="1001"))
+    )
+    assert tools.calls["book"] == 1
+    said = results(rt, "plain", thread_id)
+    assert said == {"call_book": "booked 1001 (1)", "call_ask": "yes"}  # the ledger's copy
+    assert effects(history) == {"book": ("applied", 1), "ask": ("applied", 1)}
+    kinds = [e["kind"] for e in history["events"]]
+    assert kinds.count("effect-interrupted") == 1
+    assert not {"retry", "retries-exhausted", "needs-human"} & set(kinds)
+
+
+def test_a_read_only_tool_is_called_again(rt: Runtime) -> None:
+    tools = Tools()
+    read_only = waystone.durable_tool(tools.look, read_only=True)
+    assert tools.look.metadata is None  # the user's tool is left as it is
+    _, history = answered(rt, "reads", agent([read_only, tools.ask], call("look", order_id="1001")))
+    assert tools.calls["look"] == 2
+    assert set(effects(history)) == {"ask"}  # no ledger row for a read-only call
+
+
+def test_a_read_only_tool_is_retried_on_a_transient_error(rt: Runtime) -> None:
+    import httpx
+
+    calls: Counter[str] = Counter()
+
+    @tool
+    def flaky(order_id: str) -> str:
+        """Reads, refused once."""
+        calls["flaky"] += 1
+        if calls["flaky"] == 1:
+            raise httpx.ConnectError("refused")
+        return "in stock"
+
+    turn = AIMessage(content="", tool_calls=[call("flaky", order_id="1001")])
+    model = ConversationModel(responses=[turn, AIMessage("done")])
+    rt.register_graph(
+        "flaky", create_react_agent(model, [waystone.durable_tool(flaky, read_only=True)])
+    )
+    done = rt.invoke("flaky", SAID)
+    assert done.state == "done", done
+    assert calls["flaky"] == 2
+    assert results(rt, "flaky", done.thread_id) == {"call_flaky": "in stock"}
+
+
+@pytest.mark.parametrize(
+    ("hint", "calls", "ledgered"),
+    [("readOnlyHint", 2, False), ("idempotentHint", 1, True)],
+)
+def test_mcp_annotations_are_honoured(rt: Runtime, hint: str, calls: int, ledgered: bool) -> None:
+    tools = Tools()
+    mcp = tools.mcp(**{hint: True, "destructiveHint": False})
+    _, history = answered(rt, "mcp", agent([mcp, tools.ask], call("look", order_id="1001")))
+    assert tools.calls["look"] == calls
+    assert ("look" in effects(history)) is ledgered
+
+
+def test_a_tool_with_its_effects_inside_runs_again_and_its_effect_is_made_once(
+    rt: Runtime,
+) -> None:
+    tools = Tools()
+    inside = waystone.durable_tool(tools.tell, effects_inside=True)
+    thread_id, history = answered(
+        rt, "inside", agent([inside, tools.ask], call("tell", to="front desk"))
+    )
+    assert (tools.calls["tell"], tools.calls["note"]) == (2, 1)
+    assert effects(history) == {"note": ("applied", 1), "ask": ("applied", 1)}
+    assert results(rt, "inside", thread_id)["call_tell"] == "told front desk"
+
+
+def test_a_graph_can_opt_out_and_have_its_tools_called_as_they_are(database_url: str) -> None:
+    tools = Tools()
+    graph = agent([tools.book, tools.ask], call("book", order_id="1001"))
+    with Runtime(Settings(database_url=database_url), tools="as-is") as rt:
+        _, history = answered(rt, "as_is", graph)
+    assert tools.calls["book"] == 2  # LangGraph's own re-execution, as on a stock saver
+    assert history["effects"] == []
+
+
+def test_a_tools_mode_is_checked() -> None:
+    with pytest.raises(BadInput, match="'ledger'.*'as-is'"):
+        Runtime(Settings(database_url="postgresql://unused"), tools="maybe")
+
+
+def test_a_durable_tool_is_not_wrapped_twice(rt: Runtime) -> None:
+    tools = Tools()
+    durable = waystone.durable_tool(tools.book_keyed, idempotent_by_key=True)
+    _, history = answered(rt, "durable", agent([durable, tools.ask], call("book", order_id="1")))
+    assert tools.calls["book"] == 1
+    [row] = [e for e in history["effects"] if e["tool"] == "book"]
+    assert row["receipt"] == {"output": f"booked 1 with {row['key'][:6]}"}  # durable_tool's
+    applied = [e for e in history["events"] if e["kind"] == "effect-applied"]
+    assert [e["evidence"]["key"] for e in applied].count(row["key"]) == 1
+
+
+def test_an_error_a_tool_raises_is_a_known_outcome_never_retried(rt: Runtime) -> None:
+    tools = Tools()
+    turn = AIMessage(content="", tool_calls=[call("fails", order_id="9")])
+    model = ConversationModel(responses=[turn, AIMessage("done")])
+    rt.register_graph("fails", create_react_agent(model, [tools.fails]))
+    failed = rt.invoke("fails", SAID)
+    assert failed.state == "failed"
+    assert "ValueError: no such order 9" in str(failed.reason)  # the tool's own error
+    history = rt.history(failed.thread_id)
+    assert effects(history) == {"fails": ("failed", 1)}
+
+    rt.requeue(failed.thread_id, reason="looked at it", by="ana")
+    again = rt.run(failed.thread_id)
+    assert again.state == "needs-human"  # its outcome is not known: a person says
+    assert tools.calls["fails"] == 1
+
+
+def test_an_error_handled_by_the_tool_node_is_shown_to_the_model_once(rt: Runtime) -> None:
+    tools = Tools()
+    node = ToolNode([tools.fails, tools.ask], handle_tool_errors=True)
+    thread_id, history = answered(rt, "handled", agent(node, call("fails", order_id="9")))
+    assert tools.calls["fails"] == 1
+    assert "no such order 9" in results(rt, "handled", thread_id)["call_fails"]
+    assert effects(history)["fails"] == ("applied", 1)
+
+
+def test_an_interrupt_inside_an_effect_waits_and_the_effect_is_made_once(rt: Runtime) -> None:
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+
+    made: Counter[str] = Counter()
+
+    @waystone.effect
+    def pay(order_id: str) -> dict[str, Any]:
+        if interrupt({"pay": order_id}) != "yes":
+            return {"paid": False}
+        made["pay"] += 1
+        return {"paid": True}
+
+    class State(TypedDict, total=False):
+        order_id: str
+        receipt: dict[str, Any]
+
+    def pay_node(state: State) -> dict[str, Any]:
+        return {"receipt": pay(order_id=state["order_id"])}
+
+    builder = StateGraph(State)
+    builder.add_node("pay", pay_node)
+    builder.add_edge(START, "pay")
+    builder.add_edge("pay", END)
+    rt.register_graph("pays", builder)
+    waiting = rt.invoke("pays", {"order_id": "1"})
+    assert waiting.state == "waiting", waiting
+    assert effects(rt.history(waiting.thread_id)) == {"pay": ("interrupted", 0)}
+    rt.resume(waiting.thread_id, "yes")
+    done = rt.run(waiting.thread_id)
+    assert done.state == "done", done
+    history = rt.history(waiting.thread_id)
+    assert made["pay"] == 1
+    assert effects(history) == {"pay": ("applied", 1)}
+    assert not {"retry", "unknown-outcome"} & {e["kind"] for e in history["events"]}
+
+
+def test_async_tools_go_through_the_ledger_too(rt: Runtime) -> None:
+    calls: Counter[str] = Counter()
+
+    @tool
+    async def ask(question: str) -> str:
+        """Ask a person."""
+        return str(interrupt({"ask": question}))
+
+    @tool
+    async def book(order_id: str) -> str:
+        """Book an order."""
+        calls["book"] += 1
+        return f"booked {order_id}"
+
+    rt.register_graph("async_agent", agent([book, ask], call("book", order_id="1001")))
+
+    async def drive() -> str:
+        waiting = await rt.ainvoke("async_agent", SAID)
+        assert waiting.state == "waiting", waiting
+        rt.resume(waiting.thread_id, "yes")
+        done = await rt.arun(waiting.thread_id)
+        assert done.state == "done", done
+        return done.thread_id
+
+    thread_id = asyncio.run(drive())
+    assert calls["book"] == 1
+    assert effects(rt.history(thread_id)) == {"book": ("applied", 1), "ask": ("applied", 1)}
+
+
+def test_a_tool_node_in_a_subgraph_is_routed_too(rt: Runtime) -> None:
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    tools = Tools()
+    inner = agent([tools.book, tools.ask], call("book", order_id="1001"))
+    outer = StateGraph(MessagesState)
+    outer.add_node("inner", inner)
+    outer.add_edge(START, "inner")
+    outer.add_edge("inner", END)
+    _, history = answered(rt, "nested", outer)
+    assert tools.calls["book"] == 1
+    assert effects(history) == {"book": ("applied", 1), "ask": ("applied", 1)}
+
+
+@pytest.mark.parametrize("declared", [False, True])
+def test_effects_a_tool_made_before_its_interrupt_are_not_made_again(
+    rt: Runtime, declared: bool
+) -> None:
+    calls: Counter[str] = Counter()
+
+    @waystone.effect
+    def note(to: str) -> dict[str, Any]:
+        calls["note"] += 1
+        return {"sent_to": to}
+
+    @tool
+    def tell_then_ask(to: str) -> str:
+        """Tell a customer, then ask a person."""
+        calls["tool"] += 1
+        note(to=to)
+        return f"asked: {interrupt({'told': to})}"
+
+    told = waystone.durable_tool(tell_then_ask, effects_inside=True) if declared else tell_then_ask
+    turn = AIMessage(content="", tool_calls=[call("tell_then_ask", to="front desk")])
+    model = ConversationModel(responses=[turn, AIMessage("done")])
+    name = f"tells_{int(declared)}"
+    rt.register_graph(name, create_react_agent(model, [told]))
+    waiting = rt.invoke(name, SAID)
+    assert waiting.state == "waiting", waiting
+    rt.resume(waiting.thread_id, "yes")
+    done = rt.run(waiting.thread_id)
+
+    assert done.state == "done", done
+    assert (calls["tool"], calls["note"]) == (2, 1)  # run again; its effect made once
+    assert results(rt, name, done.thread_id) == {"call_tell_then_ask": "asked: yes"}
+    found = effects(rt.history(done.thread_id))
+    assert found["note"] == ("applied", 1)
+    assert found.get("tell_then_ask") == (None if declared else ("applied", 1))
+
+
+@pytest.mark.parametrize("how", ["effect-inside", "durable-tool"])
+def test_a_needs_human_inside_a_tool_is_never_handed_to_the_model(rt: Runtime, how: str) -> None:
+    """``handle_tool_errors=True`` turns a tool's errors into messages for the model; an
+    effect of unknown outcome (no lookup, no key) inside a tool ends the run instead."""
+    from waystone.errors import UnknownOutcome
+
+    @waystone.effect
+    def charge(order_id: str) -> dict[str, Any]:
+        raise UnknownOutcome(f"the charge of {order_id} timed out")
+
+    @tool
+    def pay(order_id: str) -> str:
+        """Pay for an order."""
+        return str(charge(order_id=order_id))
+
+    @tool("pay")
+    def pay_directly(order_id: str) -> str:
+        """Pay for an order."""
+        raise TimeoutError(f"the charge of {order_id} timed out")
+
+    paying = (
+        waystone.durable_tool(pay, effects_inside=True)
+        if how == "effect-inside"
+        else waystone.durable_tool(pay_directly)
+    )
+    turn = AIMessage(content="", tool_calls=[call("pay", order_id="5")])
+    model = ConversationModel(responses=[turn, AIMessage("done")])
+    node = ToolNode([paying], handle_tool_errors=True)
+    rt.register_graph("pays_once", create_react_agent(model, node))
+    stopped = rt.invoke("pays_once", SAID)
+    assert stopped.state == "needs-human", stopped
+    assert "pay" in str(stopped.reason) or "charge" in str(stopped.reason)
+
+
+def test_a_graph_with_an_async_only_tool_is_driven_on_an_event_loop(rt: Runtime) -> None:
+    """An MCP server's tools are coroutines alone: ``invoke`` cannot call them."""
+    calls: Counter[str] = Counter()
+
+    async def look(order_id: str) -> str:
+        calls["look"] += 1
+        return f"{order_id} is in stock"
+
+    mcp_like = StructuredTool.from_function(
+        coroutine=look, name="look", description="Look.", metadata={"readOnlyHint": True}
+    )
+    turn = AIMessage(content="", tool_calls=[call("look", order_id="1001")])
+    model = ConversationModel(responses=[turn, AIMessage("done")])
+    rt.register_graph("mcp_async", create_react_agent(model, [mcp_like]))
+    done = rt.invoke("mcp_async", SAID)
+    assert done.state == "done", done
+    assert calls["look"] == 1
+    assert results(rt, "mcp_async", done.thread_id) == {"call_look": "1001 is in stock"}
+
+
+def test_a_command_a_tool_returned_is_given_back_when_its_node_runs_again(rt: Runtime) -> None:
+    calls: Counter[str] = Counter()
+
+    @tool
+    def hand_off(to: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command[Any]:
+        """Hand the conversation to someone."""
+        calls["hand_off"] += 1
+        said = ToolMessage(f"handed to {to}", tool_call_id=tool_call_id, name="hand_off")
+        return Command(update={"messages": [said]})
+
+    tools = Tools()
+    thread_id, history = answered(
+        rt, "hands", agent([hand_off, tools.ask], call("hand_off", to="billing"))
+    )
+    assert calls["hand_off"] == 1
+    assert results(rt, "hands", thread_id)["call_hand_off"] == "handed to billing"
+    [row] = [e for e in history["effects"] if e["tool"] == "hand_off"]
+    assert "command" in row["receipt"]

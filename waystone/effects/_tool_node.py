@@ -1,0 +1,129 @@
+"""Every tool call of LangGraph's ``ToolNode`` through the effect ledger, with nothing wrapped
+by the user: what makes a brought graph safe by default.
+
+:func:`route_tool_nodes` copies a compiled graph whose nodes (or subgraphs' nodes) are
+``ToolNode`` s, each copy given a ``wrap_tool_call`` (inside the user's own, if any) that
+routes a call by its tool's kind (:mod:`waystone.effects._kinds`): through the ledger
+(:mod:`waystone.effects._tool_calls`: at most once for a tool that declares nothing),
+called again (:mod:`waystone.effects._read_only`), or as it is (a durable tool, which has
+its own ledger entry; a tool whose effects are ``@effect`` s inside it).
+
+A ``needs-human`` (or a lost lease) is raised through ``ToolNode`` as a control-flow
+exception, which it never turns into a message for the model, and out of the node as
+itself (:mod:`waystone.effects._stop`): a model told "error" could call the tool again
+under a new call id.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from waystone.effects._kinds import ToolKind, tool_kind
+from waystone.effects._read_only import aagain, again
+from waystone.effects._stop import Stop, routed
+from waystone.effects._tool_calls import AExecute, Execute, LedgeredCall
+from waystone.effects.lc_tools import DurableTool
+
+if TYPE_CHECKING:
+    from langgraph.prebuilt import ToolNode
+    from langgraph.prebuilt.tool_node import ToolCallRequest
+    from langgraph.pregel import Pregel
+
+
+def route_tool_nodes(graph: Pregel[Any, Any, Any, Any]) -> Pregel[Any, Any, Any, Any]:
+    """``graph``, or a copy whose ``ToolNode`` s (its own and its subgraphs') route each tool
+    call by its kind. The user's graph, nodes and tools are left as they are."""
+    from langgraph.prebuilt import ToolNode
+    from langgraph.pregel import Pregel
+
+    changed = {}
+    for name, node in graph.nodes.items():
+        bound = node.bound
+        if isinstance(bound, ToolNode):
+            changed[name] = node.copy({"bound": _routed(bound)})
+        elif isinstance(bound, Pregel):
+            inner = route_tool_nodes(bound)
+            if inner is not bound:  # LangGraph finds a node's subgraph by `subgraphs`
+                changed[name] = node.copy({"bound": inner, "subgraphs": [inner]})
+    if not changed:
+        return graph
+    return graph.copy(update={"nodes": {**graph.nodes, **changed}})
+
+
+def _routed(node: ToolNode) -> ToolNode:
+    """A copy of ``node`` whose tool calls go through :func:`call_tool`, inside the wrappers
+    it has (a ``create_agent`` middleware's): they see what the model will see."""
+    clone = copy.copy(node)
+    theirs, atheirs = node._wrap_tool_call, node._awrap_tool_call
+
+    def wrap(request: ToolCallRequest, execute: Execute) -> Any:
+        if theirs is None:
+            return call_tool(request, execute)
+        return theirs(request, lambda req: call_tool(req, execute))
+
+    async def awrap(request: ToolCallRequest, execute: AExecute) -> Any:
+        if atheirs is None:
+            return await acall_tool(request, execute)
+        return await atheirs(request, lambda req: acall_tool(req, execute))
+
+    clone._wrap_tool_call = wrap
+    # a sync wrapper of theirs alone is what ToolNode runs for an async call: ours in it
+    clone._awrap_tool_call = awrap if atheirs is not None or theirs is None else None
+    clone.func = _unstopping(clone._func)  # bound to the copy, not to the user's node
+    clone.afunc = _aunstopping(clone._afunc)
+    return clone
+
+
+def _unstopping(func: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(func)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except Stop as stop:
+            raise stop.error from stop.error.__cause__
+
+    return run
+
+
+def _aunstopping(func: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    @functools.wraps(func)
+    async def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await func(*args, **kwargs)
+        except Stop as stop:
+            raise stop.error from stop.error.__cause__
+
+    return run
+
+
+def _kind(request: ToolCallRequest) -> ToolKind | None:
+    """The call's kind; ``None`` for a call to no tool of the node (ToolNode answers it)."""
+    tool = request.tool
+    if tool is None:
+        return None
+    return tool_kind(tool.metadata, durable=isinstance(tool, DurableTool))
+
+
+def call_tool(request: ToolCallRequest, execute: Execute) -> Any:
+    """One tool call of a routed ``ToolNode``, by its tool's kind."""
+    kind = _kind(request)
+    with routed():
+        if kind is ToolKind.READ_ONLY:
+            return again(lambda: execute(request), request)
+        if kind in (ToolKind.AT_MOST_ONCE, ToolKind.IDEMPOTENT):
+            return LedgeredCall(request, kind).call(execute)
+        return execute(request)  # a durable tool's own ledger; effects inside; no tool
+
+
+async def acall_tool(request: ToolCallRequest, execute: AExecute) -> Any:
+    """:func:`call_tool` from a coroutine."""
+    kind = _kind(request)
+    with routed():
+        if kind is ToolKind.READ_ONLY:
+            return await aagain(lambda: execute(request), request)
+        if kind in (ToolKind.AT_MOST_ONCE, ToolKind.IDEMPOTENT):
+            return await LedgeredCall(request, kind).acall(execute)
+        return await execute(request)
