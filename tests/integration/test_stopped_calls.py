@@ -5,6 +5,7 @@ effect included), on the run's history; the signals the stopped run left are set
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -167,6 +168,18 @@ def test_a_run_failed_during_a_tool_call_then_a_new_run(rt: Runtime) -> None:
     )
     assert "failed" in str(message.content)
     assert found[-1].content == ANSWER
+
+
+@pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
+def test_a_new_run_driven_on_an_event_loop_answers_the_calls_too(rt: Runtime) -> None:
+    thread_id = rt.create_thread().thread_id
+    rt.start_on_thread("broken", say("book me a trip"), thread_id=thread_id)
+    assert rt.run(thread_id).state == "failed"
+    rt.start_on_thread("broken", say("try again later"), thread_id=thread_id)
+    assert asyncio.run(rt.arun(thread_id)).state == "done"
+    found = messages(rt, "broken", thread_id)
+    assert [m.type for m in found] == ["human", "ai", "tool", "human", "ai"]
+    assert len(events(rt, thread_id, "tool-calls-answered")) == 1
 
 
 @pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
