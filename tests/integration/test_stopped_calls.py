@@ -13,8 +13,10 @@ from typing import Any
 
 import psycopg
 import pytest
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.tools import tool
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.types import interrupt
 
 from tests.conftest import wait_until
 from tests.support import stopped_agent
@@ -51,7 +53,30 @@ def broken_agent() -> Any:
     return stopped_agent.agent([broken_book])
 
 
+@tool
+def book_after_approval(city: str) -> str:
+    """Book a trip to a city, once a person approves."""
+    if interrupt({"approve booking to": city}) != "yes":
+        return "not approved"
+    return stopped_agent._book(city)["id"]
+
+
+def leaves_calls() -> Any:
+    """A graph that ends on an AI message whose tool calls it never answers, by design."""
+
+    def propose(state: MessagesState) -> dict[str, Any]:
+        call = {"name": "book", "args": {"city": "Lisbon"}, "id": f"c{len(state['messages'])}"}
+        return {"messages": [AIMessage("", tool_calls=[call])]}
+
+    builder: StateGraph[Any] = StateGraph(MessagesState)
+    builder.add_node("propose", propose)
+    builder.add_edge(START, "propose")
+    return builder
+
+
 GRAPHS: dict[str, Callable[[], Any]] = {
+    "leaves": leaves_calls,
+    "asks": lambda: stopped_agent.agent([book_after_approval]),
     "react": stopped_agent.react_agent,
     "react-v1": stopped_agent.react_agent_v1,
     "durable": stopped_agent.durable_react_agent,
@@ -153,6 +178,23 @@ def test_the_interrupt_double_text_during_a_tool_call(rt: Runtime, desk: Booking
 
 
 @pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
+def test_a_new_message_instead_of_an_answer_to_a_tools_interrupt(
+    rt: Runtime, desk: BookingDesk
+) -> None:
+    thread_id = rt.create_thread().thread_id
+    rt.start_on_thread("asks", say("book me a trip"), thread_id=thread_id)
+    assert rt.run(thread_id).state == "waiting"
+    rt.start_on_thread("asks", say("never mind"), thread_id=thread_id)  # supersedes it
+    assert rt.run(thread_id).state == "done"
+    found = messages(rt, "asks", thread_id)
+    [message] = [m for m in found if isinstance(m, ToolMessage)]
+    assert message.tool_call_id == "call_book" and message.status == "error"
+    assert "superseded" in str(message.content)
+    assert [m.content for m in found][-2:] == ["never mind", ANSWER]
+    assert desk.requests == []  # the tool never ran past its question
+
+
+@pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
 def test_a_run_failed_during_a_tool_call_then_a_new_run(rt: Runtime) -> None:
     thread_id = rt.create_thread().thread_id
     rt.start_on_thread("broken", say("book me a trip"), thread_id=thread_id)
@@ -223,3 +265,12 @@ def test_signals_a_cancelled_run_left_are_settled(
     assert rt.run(thread_id).state == "done"
     said = [m.content for m in messages(rt, "gated", thread_id)]
     assert said == ["refund?", "a person says: yes", "done refund?"]
+
+
+def test_calls_a_run_that_ended_well_left_are_not_answered(rt: Runtime) -> None:
+    thread_id = rt.create_thread().thread_id
+    for text in ("first", "second"):
+        rt.start_on_thread("leaves", say(text), thread_id=thread_id)
+        assert rt.run(thread_id).state == "done"
+    assert [m.type for m in messages(rt, "leaves", thread_id)] == ["human", "ai"] * 2
+    assert events(rt, thread_id, "tool-calls-answered") == []

@@ -17,6 +17,7 @@ from waystone._runs.stopped_calls import (
     answers,
     effect_of,
     how_stopped,
+    left_by_stop,
     messages_keys,
     receipt_id,
     unanswered,
@@ -97,6 +98,15 @@ def test_how_the_run_before_stopped_comes_from_its_record() -> None:
     assert how_stopped(past("failed", {"multitask": "supersede"})) == "superseded"
     assert how_stopped(past("failed", {"error": "boom"})) == "failed"
     assert how_stopped(None) == "stopped"
+
+
+def test_only_a_state_a_stopped_run_left_is_answered() -> None:
+    stopped = past("failed", {"cancelled": True})
+    assert left_by_stop(stopped, stopped.run_id)
+    assert left_by_stop(stopped, None)  # an update since, such as a half-written answer
+    assert not left_by_stop(stopped, "an earlier run's id")  # a rollback's, or never written
+    assert not left_by_stop(past("done", {}), None)  # calls a graph leaves by design
+    assert not left_by_stop(None, None)  # the thread's first run
 
 
 def test_the_ledger_effect_of_a_call_is_its_tools_with_its_arguments_since_the_run() -> None:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from waystone._runs.driver import graph_config
+from waystone._runs.driver import RUN_KEY, graph_config
 from waystone._runs.multitask import stopped_as
 
 if TYPE_CHECKING:
@@ -103,6 +103,16 @@ def how_stopped(previous: PastRun | None) -> str:
     if previous.evidence.get("cancelled"):
         return "cancelled"
     return "failed" if previous.state == "failed" else "stopped"
+
+
+def left_by_stop(previous: PastRun | None, written_by: str | None) -> bool:
+    """Whether the thread's latest state, written by run ``written_by`` (``None``: by an
+    update, such as a half-done answer), is where a stopped run left it: the run before
+    this one ended ``failed`` (cancelled, stopped by a double-text, failed), and the state
+    is its own, not an earlier run's (a rollback's, or one it never wrote to)."""
+    if previous is None or previous.state != "failed":
+        return False
+    return written_by is None or written_by == previous.run_id
 
 
 def effect_of(call: Unanswered, effects: Sequence[Effect], since: datetime | None) -> Effect | None:
@@ -189,6 +199,11 @@ def answer_stopped_calls(
     keys = messages_keys(graph)
     if not keys or not unanswered(snapshot.values, keys):
         return 0
+    past = registry.past_runs(run.thread_id)
+    previous = past[-1] if past else None
+    written_by = (snapshot.metadata or {}).get(RUN_KEY)
+    if not left_by_stop(previous, written_by if isinstance(written_by, str) else None):
+        return 0  # calls a graph leaves unanswered by design, in a run that ended well
     config = graph_config(run.thread_id, recursion_limit=None, lease_token=run.lease_token)
     stopped_nodes = {t.name for t in snapshot.tasks if t.result is None}
     if snapshot.next:
@@ -198,8 +213,6 @@ def answer_stopped_calls(
     if not calls:
         _flush(graph, run.thread_id)
         return 0
-    past = registry.past_runs(run.thread_id)
-    previous = past[-1] if past else None
     since = past[-2].ended_at if len(past) > 1 else None
     how = how_stopped(previous)
     found = answers(calls, how, ledger.for_thread(run.thread_id), since)
