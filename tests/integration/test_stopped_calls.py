@@ -61,6 +61,17 @@ def book_after_approval(city: str) -> str:
     return stopped_agent._book(city)["id"]
 
 
+@tool
+def weather(city: str) -> str:
+    """The weather in a city."""
+    return f"sunny in {city}"
+
+
+def book_and_look() -> Any:
+    """The agent's model asks for a booking and the weather in one message."""
+    return stopped_agent.agent([stopped_agent.book, weather])
+
+
 def leaves_calls() -> Any:
     """A graph that ends on an AI message whose tool calls it never answers, by design."""
 
@@ -76,6 +87,7 @@ def leaves_calls() -> Any:
 
 GRAPHS: dict[str, Callable[[], Any]] = {
     "leaves": leaves_calls,
+    "two-calls": book_and_look,
     "asks": lambda: stopped_agent.agent([book_after_approval]),
     "react": stopped_agent.react_agent,
     "react-v1": stopped_agent.react_agent_v1,
@@ -161,6 +173,36 @@ def test_a_cancel_during_a_tool_call_leaves_the_thread_usable(
     assert event["evidence"]["tool_calls"] == [{"id": "call_book", "name": "book"}]
     history = rt.graph(graph).get_state_history(rt.config(thread_id))
     assert any(s.metadata and s.metadata.get("source") == "update" for s in history)
+
+
+@pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
+def test_a_call_that_finished_before_the_cancel_keeps_its_result(
+    rt: Runtime, desk: BookingDesk, sql: psycopg.Connection[Any]
+) -> None:
+    thread_id, driving = start_booking(rt, desk, "two-calls")
+    # the weather call's task (a Send of its own) has its result saved by then
+    wait_until(
+        lambda: (
+            sql.execute(
+                "SELECT count(*) FROM checkpoint_writes WHERE thread_id = %s "
+                "AND task_path LIKE %s AND channel = 'messages'",
+                (thread_id, "~__pregel_push%"),
+            ).fetchone()
+            == (1,)
+        ),
+        "the weather call's result saved",
+    )
+    rt.cancel(thread_id, by="ops", reason="too slow")
+    rt.start_on_thread("two-calls", say("thanks"), thread_id=thread_id)
+    assert rt.run(thread_id).state == "done"
+    found = messages(rt, "two-calls", thread_id)
+    results = {m.tool_call_id: (m.status, m.content) for m in found if isinstance(m, ToolMessage)}
+    assert results["call_weather"] == ("success", "sunny in Lisbon")
+    assert results["call_book"][0] == "error" and "cancelled" in str(results["call_book"][1])
+    [event] = events(rt, thread_id, "tool-calls-answered")
+    assert event["evidence"]["tool_calls"] == [{"id": "call_book", "name": "book"}]
+    desk.release()
+    assert isinstance(driving.join(), LeaseLost)
 
 
 @pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")

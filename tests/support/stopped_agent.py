@@ -14,7 +14,7 @@ import json
 import os
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -107,11 +107,14 @@ def book(city: str) -> dict[str, Any]:
     return _book(city)
 
 
-def model(tool: str = "book") -> ConversationModel:
-    """Asks for a booking with ``tool``; answers once a tool message (any) is in the
-    conversation."""
-    call = {"name": tool, "args": {"city": "Lisbon"}, "id": "call_book"}
-    return ConversationModel(responses=[AIMessage("", tool_calls=[call]), AIMessage(ANSWER)])
+def model(tools: Sequence[str] = ("book",)) -> ConversationModel:
+    """Asks for a call of each of ``tools`` in one message (the first one's id is
+    ``call_book``); answers once a tool message (any) is in the conversation."""
+    calls = [
+        {"name": name, "args": {"city": "Lisbon"}, "id": f"call_{'book' if i == 0 else name}"}
+        for i, name in enumerate(tools)
+    ]
+    return ConversationModel(responses=[AIMessage("", tool_calls=calls), AIMessage(ANSWER)])
 
 
 def agent(tools: list[BaseTool], version: str = "v2") -> Any:
@@ -120,7 +123,7 @@ def agent(tools: list[BaseTool], version: str = "v2") -> Any:
 
     with warnings.catch_warnings():  # LangGraph's own prebuilt agent, as the issue asks
         warnings.simplefilter("ignore", LangGraphDeprecatedSinceV10)
-        return create_react_agent(model(tools[0].name), tools, version=version)
+        return create_react_agent(model([t.name for t in tools]), tools, version=version)
 
 
 def react_agent() -> Any:
