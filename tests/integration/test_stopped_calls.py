@@ -15,14 +15,16 @@ import psycopg
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.tools import tool
-from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import interrupt
 
 from tests.conftest import wait_until
 from tests.support import stopped_agent
 from tests.support.gated import gated_graph
+from tests.support.inside import parts
 from tests.support.stopped_agent import ANSWER, BookingDesk, booking_desk
 from waystone import dashboard
+from waystone._runs.driver import graph_config
 from waystone.config import Settings
 from waystone.errors import LeaseLost
 from waystone.runtime import Runtime
@@ -252,6 +254,21 @@ def test_a_run_failed_during_a_tool_call_then_a_new_run(rt: Runtime) -> None:
     )
     assert "failed" in str(message.content)
     assert found[-1].content == ANSWER
+
+
+@pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
+def test_an_answer_cut_short_by_a_crash_is_finished_by_the_next_drive(rt: Runtime) -> None:
+    thread_id = rt.create_thread().thread_id
+    rt.start_on_thread("broken", say("book me a trip"), thread_id=thread_id)
+    assert rt.run(thread_id).state == "failed"
+    rt.start_on_thread("broken", say("try again later"), thread_id=thread_id)
+    # a drive cleared the stopped step, then died before it wrote the answers
+    token = parts(rt).registry.get(thread_id).lease_token
+    rt.graph("broken").update_state(graph_config(thread_id, lease_token=token), None, as_node=END)
+    assert rt.run(thread_id).state == "done"
+    found = messages(rt, "broken", thread_id)
+    assert [m.type for m in found] == ["human", "ai", "tool", "human", "ai"]
+    assert len(events(rt, thread_id, "tool-calls-answered")) == 1
 
 
 @pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")

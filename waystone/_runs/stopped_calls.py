@@ -34,6 +34,7 @@ from waystone._runs.multitask import stopped_as
 
 if TYPE_CHECKING:
     from langchain_core.messages import ToolMessage
+    from langchain_core.runnables import RunnableConfig
     from langgraph.graph.state import CompiledStateGraph
     from langgraph.types import StateSnapshot
 
@@ -205,7 +206,6 @@ def answer_stopped_calls(
     if not left_by_stop(previous, written_by if isinstance(written_by, str) else None):
         return 0  # calls a graph leaves unanswered by design, in a run that ended well
     config = graph_config(run.thread_id, recursion_limit=None, lease_token=run.lease_token)
-    stopped_nodes = {t.name for t in snapshot.tasks if t.result is None}
     if snapshot.next:
         graph.update_state(config, None, as_node=END)
     cleared = graph.get_state(config)
@@ -213,26 +213,59 @@ def answer_stopped_calls(
     if not calls:
         _flush(graph, run.thread_id)
         return 0
-    since = past[-2].ended_at if len(past) > 1 else None
     how = how_stopped(previous)
+    since = past[-2].ended_at if len(past) > 1 else None
     found = answers(calls, how, ledger.for_thread(run.thread_id), since)
+    stopped_nodes = {t.name for t in snapshot.tasks if t.result is None}
+    event = (
+        EVENT,
+        f"{len(calls)} tool call(s) left without a result by the {how} run answered",
+        {
+            "tool_calls": [{"id": c.id, "name": c.name} for c in calls],
+            "stopped_run": previous.run_id if previous is not None else None,
+        },
+    )
+    update = update_of(graph, cleared.values, found)
     as_node = next(iter(stopped_nodes)) if len(stopped_nodes) == 1 else None
-    evidence = {
-        "tool_calls": [{"id": c.id, "name": c.name} for c in calls],
-        "stopped_run": previous.run_id if previous is not None else None,
-    }
-    reason = f"{len(calls)} tool call(s) left without a result by the {how} run answered"
-    ride = getattr(graph.checkpointer, "ride", None)
+    return len(calls) if _write(graph, config, run, registry, update, as_node, event) else 0
+
+
+def _write(
+    graph: CompiledStateGraph[Any],
+    config: RunnableConfig,
+    run: Run,
+    registry: RunRegistry,
+    update: dict[str, Any],
+    as_node: str | None,
+    event: tuple[str, str, dict[str, Any]],
+) -> bool:
+    """Write the answers as ``as_node``, the event riding with their checkpoint; with no
+    node known (a half-done answer, taken over), as LangGraph infers one, the event after
+    it. Whether they were written."""
+    from langgraph.errors import InvalidUpdateError
+
+    kind, reason, evidence = event
+    ride = getattr(graph.checkpointer, "ride", None) if as_node is not None else None
     if ride is not None:  # the event commits with the answers' checkpoint, or neither does
         statement = registry.event_statement(
-            run.thread_id, EVENT, reason, evidence, lease_token=run.lease_token
+            run.thread_id, kind, reason, evidence, lease_token=run.lease_token
         )
         ride(run.thread_id, run.lease_token, [statement])
-    graph.update_state(config, update_of(graph, cleared.values, found), as_node=as_node)
+        graph.update_state(config, update, as_node=as_node)
+        _flush(graph, run.thread_id)
+        return True
+    try:
+        graph.update_state(config, update, as_node=as_node)
+    except InvalidUpdateError:
+        logger.warning(
+            "could not answer the tool calls a stopped run left: no node to write as",
+            exc_info=True,
+            extra={"thread_id": run.thread_id},
+        )
+        return False
     _flush(graph, run.thread_id)
-    if ride is None:
-        registry.event(run.thread_id, EVENT, reason, evidence, lease_token=run.lease_token)
-    return len(calls)
+    registry.event(run.thread_id, kind, reason, evidence, lease_token=run.lease_token)
+    return True
 
 
 def _flush(graph: CompiledStateGraph[Any], thread_id: str) -> None:
