@@ -17,8 +17,10 @@ token past every stopped worker's, and its writes are fenced by it: the answers 
 checkpoint, through the fenced saver, written by the only process that may write the
 thread. They carry no run id in their metadata, so a drive that crashes after writing them
 and is taken over applies its input all the same (and finds nothing left to answer).
-Cost: one read of the ledger and two of the state, only when a run starts on a thread
-whose state has calls without results; nothing per step.
+Only a state the stopped run left is answered: a graph may end a run that goes well on
+calls it never answers, by design. Cost: nothing per step; at the start of a run whose
+thread's state has calls without results, a read of the thread's past runs, and after a
+stop two reads of the state, one of the ledger and two checkpoints.
 """
 
 from __future__ import annotations
