@@ -123,6 +123,7 @@ def test_the_answer_says_what_the_ledger_knows() -> None:
     assert "applied all the same (receipt b7)" in applied and "ws-book-1" in applied
     assert "unknown" in answer_text(CALL, "interrupted", effect("intent"))
     assert "refused" in answer_text(CALL, "failed", effect("failed"))
+    assert "made no effect" in answer_text(CALL, "superseded", effect("interrupted"))
     assert answer_text(CALL, "cancelled", None).startswith(
         "Tool call book was not completed: the run was cancelled"
     )

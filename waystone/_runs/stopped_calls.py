@@ -152,6 +152,8 @@ def answer_text(call: Unanswered, how: str, effect: Effect | None) -> str:
         )
     if effect.status == "failed":
         return f"{said} It failed: {effect.error or 'no detail'}."
+    if effect.status == "interrupted":  # it stopped on its own interrupt(), unanswered
+        return f"{said} It was waiting for an answer to interrupt() and made no effect."
     return (
         f"{said} Its outcome is unknown (ledger key {effect.key}, {effect.status}): check "
         "before calling it again."
