@@ -199,15 +199,18 @@ class Commands:
         run = registry.get(thread_id)
         if run.state == "done":
             raise TransitionNotAllowed(f"run {thread_id} is done; a done run cannot be cancelled")
-        registry.transition(
-            thread_id,
-            "failed",
-            reason=f"cancelled by {by}: {reason}",
-            evidence={"cancelled": True, "by": by, "reason": reason},
-            from_states=("queued", "running", "waiting", "needs-human"),
-            actor=by,
-            bump=True,
-        )
+        with self._parts.db.transaction() as conn:
+            registry.transition(
+                thread_id,
+                "failed",
+                reason=f"cancelled by {by}: {reason}",
+                evidence={"cancelled": True, "by": by, "reason": reason},
+                from_states=("queued", "running", "waiting", "needs-human"),
+                actor=by,
+                bump=True,
+                conn=conn,
+            )
+            self._parts.signals.settle(thread_id, f"the run was cancelled by {by}", by, conn)
 
     def signal(
         self,
@@ -303,6 +306,7 @@ class Commands:
                 thread_id=thread_id,
                 note=f"requeued by {by}",
             )
+            parts.signals.reopen_settled(thread_id, conn)  # the stop's, for the run to use
             parts.registry.transition(
                 thread_id,
                 "queued",

@@ -118,13 +118,18 @@ def drive(
     control: RunControl | None = None,
     context: Any = None,
     options: RunOptions | None = None,
+    on_new_run: OnNewRun | None = None,
 ) -> Run:
     """Resume the graph of a claimed run until it waits or ends, and record where, as its
     ``entry`` says (its first input, how it ends). ``context`` reaches its nodes' effects
     (see :mod:`waystone.effects`), in ``configurable["__waystone__"]``; ``options`` are
-    what the run was created with (config, LangGraph's context, breakpoints)."""
+    what the run was created with (config, LangGraph's context, breakpoints);
+    ``on_new_run`` is given the thread's state left by the run before, once, before this
+    run's input is applied (see :mod:`waystone._runs.stopped_calls`)."""
     graph = entry.graph
-    steps = _steps(entry, run, registry, signals, context=context, options=options)
+    steps = _steps(
+        entry, run, registry, signals, context=context, options=options, on_new_run=on_new_run
+    )
     extra = options.invoke_kwargs() if options is not None else {}
     move: Callable[[], Any] = steps.__next__
     while True:
@@ -149,12 +154,22 @@ async def adrive(
     control: RunControl | None = None,
     context: Any = None,
     options: RunOptions | None = None,
+    on_new_run: OnNewRun | None = None,
 ) -> Run:
     """:func:`drive` on an event loop, of ``graph`` (the entry's, saving on this loop's
     pool): the graph runs with ``ainvoke`` (its async nodes, effects and models on this
     loop), and what the drive reads and records between two invocations (signals,
     transitions) in a worker thread, so the loop is never blocked."""
-    steps = _steps(entry, run, registry, signals, context=context, graph=graph, options=options)
+    steps = _steps(
+        entry,
+        run,
+        registry,
+        signals,
+        context=context,
+        graph=graph,
+        options=options,
+        on_new_run=on_new_run,
+    )
     extra = options.invoke_kwargs() if options is not None else {}
     move: Callable[[], Any] = steps.__next__
     while True:
@@ -172,6 +187,8 @@ async def adrive(
 # What the drive asks for (the graph invoked with a payload and a config), what it is given
 # back (the graph's output, or its error thrown in), and the settled run it returns.
 Steps = Generator[tuple[Any, "RunnableConfig"], Any, Run]
+# Given the graph and the thread's state as the run before left it, as a new run begins.
+OnNewRun = Callable[["CompiledStateGraph[Any]", "StateSnapshot"], object]
 
 
 def _advance(move: Callable[[], Any]) -> Run | tuple[Any, RunnableConfig]:
@@ -194,6 +211,7 @@ def _steps(
     context: Any,
     graph: CompiledStateGraph[Any] | None = None,
     options: RunOptions | None = None,
+    on_new_run: OnNewRun | None = None,
 ) -> Steps:
     """The drive, both sync and async: it yields each invocation of the graph (a payload
     and a config) and is sent its output (or thrown its error); it decides what to resume
@@ -222,6 +240,8 @@ def _steps(
             payload = first
         elif number > 1 and (snapshot.metadata or {}).get(RUN_KEY) != run.run_id:
             payload = first  # the thread's state is its last run's: this run has not begun
+            if on_new_run is not None:
+                on_new_run(graph, snapshot)
     # a graph that records no outcome is settled once it stops (see ``settle``)
     ending = _Ending(registry, run, entry.ending) if entry.ending is not None else None
     finishing = getattr(graph.checkpointer, "finishing", None)

@@ -7,11 +7,12 @@ import asyncio
 import logging
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from waystone._checkpointing.database import meaning_of
 from waystone._runs import driver, leases, options
 from waystone._runs.registry import Run
+from waystone._runs.stopped_calls import answer_stopped_calls
 from waystone._status import not_runnable
 from waystone.errors import (
     BadInput,
@@ -22,9 +23,12 @@ from waystone.errors import (
 )
 
 if TYPE_CHECKING:
+    from langgraph.graph.state import CompiledStateGraph
     from langgraph.runtime import RunControl
+    from langgraph.types import StateSnapshot
 
     from waystone._parts import Parts
+    from waystone._runs.driver import OnNewRun
     from waystone._runs.options import RunOptions
     from waystone.catalog import Catalog, Entry
 
@@ -82,6 +86,7 @@ class Drives:
                     control=control,
                     context=self._context(entry),
                     options=self._options(entry, claimed),
+                    on_new_run=self._on_new_run(claimed),
                 )
             except Exception as exc:
                 self._stopped(claimed, exc)
@@ -108,6 +113,7 @@ class Drives:
                     control=control,
                     context=self._context(entry),
                     options=await asyncio.to_thread(self._options, entry, claimed),
+                    on_new_run=self._on_new_run(claimed),
                 )
             except Exception as exc:
                 await asyncio.to_thread(self._stopped, claimed, exc)
@@ -125,6 +131,16 @@ class Drives:
             return None
         found = options.load(self._parts, claimed.run_id)
         return None if found.empty else found
+
+    def _on_new_run(self, claimed: Run) -> OnNewRun:
+        """Answers the tool calls the run before left without a result (see
+        :mod:`waystone._runs.stopped_calls`)."""
+        registry, ledger = self._parts.registry, self._parts.ledger
+
+        def answer(graph: CompiledStateGraph[Any], snapshot: StateSnapshot) -> int:
+            return answer_stopped_calls(graph, snapshot, claimed, registry, ledger)
+
+        return answer
 
     def _context(self, entry: Entry) -> object | None:
         return self._parts.effects_context if entry.effects_in_nodes else None
@@ -188,14 +204,17 @@ class Drives:
             )
             return
         logger.error("run failed", exc_info=exc, extra=log)
-        registry.transition(
-            claimed.thread_id,
-            "failed",
-            reason=f"error: {type(exc).__name__}: {exc}",
-            evidence={"error": repr(exc)},
-            from_states=("running",),
-            lease_token=claimed.lease_token,
-        )
+        with registry.db.transaction(fence=claimed.lease_token) as conn:
+            registry.transition(
+                claimed.thread_id,
+                "failed",
+                reason=f"error: {type(exc).__name__}: {exc}",
+                evidence={"error": repr(exc)},
+                from_states=("running",),
+                lease_token=claimed.lease_token,
+                conn=conn,
+            )
+            self._parts.signals.settle(claimed.thread_id, "the run failed", "waystone", conn)
 
 
 def _in_loop() -> bool:

@@ -187,7 +187,7 @@ class Multitask:
         new_id = run_id_of(thread_id, number)
         registry = self._parts.registry
         for stopping in range(current, number):
-            how = {"interrupt": "interrupted", "rollback": "rolled back"}.get(action, action)
+            how = {"interrupt": "interrupted", "rollback": "rolled back"}.get(action, "superseded")
             registry.transition(
                 thread_id,
                 "failed",
@@ -198,6 +198,7 @@ class Multitask:
                 bump=True,
                 conn=conn,
             )
+            self._parts.signals.settle(thread_id, f"the run was {how} by run {new_id}", by, conn)
             begun = self._parts.db.execute("begin_pending", conn=conn, thread_id=thread_id)
             if not begun[0]["begun"]:  # the lock held since the plan forbids it
                 raise RuntimeError(f"run {stopping + 1} of {thread_id} did not begin")

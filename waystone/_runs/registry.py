@@ -539,6 +539,27 @@ class RunRegistry:
             lease_token=lease_token,
         )
 
+    def event_statement(
+        self,
+        thread_id: str,
+        kind: str,
+        reason: str,
+        evidence: dict[str, Any],
+        *,
+        lease_token: int,
+    ) -> Statement:
+        """An event as a statement for another transaction to commit (a checkpoint's: see
+        the saver's ``ride``), fenced by that transaction's lease token."""
+        params = {
+            "thread_id": thread_id,
+            "kind": kind,
+            "reason": self.redact(reason),
+            "evidence": self.redact(evidence),
+            "actor": "waystone",
+            "lease_token": lease_token,
+        }
+        return (sql.query("insert_event"), jsonify(params), False)
+
     def events(self, thread_id: str) -> list[dict[str, Any]]:
         return [
             {**e, "reason": self.reveal(e["reason"]), "evidence": self.reveal(e["evidence"])}

@@ -91,3 +91,21 @@ class SignalBox:
 
     def consume(self, signal_id: int, conn: Conn | None = None) -> None:
         self.db.execute("consume_signal", conn=conn, id=signal_id)
+
+    def settle(self, thread_id: str, reason: str, actor: str, conn: Conn | None = None) -> int:
+        """Consume every signal still pending for the thread's run, which has stopped: an
+        event lists them with ``reason``. In the stop's transaction (``conn``), after its
+        transition; how many were settled."""
+        rows = self.db.execute(
+            "settle_signals",
+            conn=conn,
+            thread_id=thread_id,
+            reason=self.redact(reason),
+            actor=actor,
+        )
+        return len(rows)
+
+    def reopen_settled(self, thread_id: str, conn: Conn | None = None) -> int:
+        """The signals the stop of the thread's run settled, pending again: for the run
+        requeued after that stop; how many."""
+        return len(self.db.execute("reopen_settled_signals", conn=conn, thread_id=thread_id))

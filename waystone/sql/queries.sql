@@ -464,6 +464,40 @@ UPDATE waystone.signals SET consumed_at = clock_timestamp()
 WHERE id = %(id)s AND consumed_at IS NULL
 RETURNING id;
 
+-- name: settle_signals
+-- A run stopped (cancelled, stopped by a double-text, failed): the signals and values
+-- addressed to it that it never used are consumed, with an event listing them and why,
+-- so none is left pending. In the stop's transaction, after its transition.
+WITH spent AS (
+    UPDATE waystone.signals SET consumed_at = clock_timestamp()
+    WHERE thread_id = %(thread_id)s AND consumed_at IS NULL
+    RETURNING id, name
+), noted AS (
+    INSERT INTO waystone.run_events (thread_id, kind, reason, evidence, actor)
+    SELECT %(thread_id)s, 'signals-settled', %(reason)s,
+           jsonb_build_object('signals', jsonb_agg(jsonb_build_object('id', id, 'name', name)
+                                                   ORDER BY id)),
+           %(actor)s
+    FROM spent
+    HAVING count(*) > 0
+)
+SELECT id, name FROM spent;
+
+-- name: reopen_settled_signals
+-- A stopped run requeued: the signals its stop settled (the last signals-settled event
+-- since its last transition) are pending again, for the run to use as it goes on.
+UPDATE waystone.signals s SET consumed_at = NULL
+WHERE s.thread_id = %(thread_id)s AND s.consumed_at IS NOT NULL
+  AND s.id IN (
+    SELECT (item ->> 'id')::bigint
+    FROM waystone.run_events e, jsonb_array_elements(e.evidence -> 'signals') AS item
+    WHERE e.id = (SELECT max(x.id) FROM waystone.run_events x
+                  WHERE x.thread_id = %(thread_id)s AND x.kind = 'signals-settled')
+      AND e.id > (SELECT coalesce(max(t.id), 0) FROM waystone.run_events t
+                  WHERE t.thread_id = %(thread_id)s AND t.kind = 'transition'
+                    AND t.to_state <> 'failed'))
+RETURNING s.id;
+
 -- name: reserve_signal
 UPDATE waystone.signals SET reserved_for = %(interrupt_id)s
 WHERE id = %(id)s AND consumed_at IS NULL
