@@ -12,11 +12,15 @@ needs its country's exact length); card numbers given as JSON numbers, and phone
 given as JSON numbers under a key that names a phone.
 
 What is left alone: a phone number never starts or ends inside an identifier (a uuid, a
-checkpoint id: it has no checksum to tell it from an id's digits), a word of hex digits is
-never looked into (a digest holds runs of digits), the digits after a decimal point are a
-fraction, an email spaced on one side of its ``@`` or around its dots needs a known
-top-level domain (``ping @ana.lopez`` is a mention), and dates, times and decimal amounts
-are not phone numbers.
+checkpoint id: it has no checksum to tell it from an id's digits), a word of hex digits, a
+uuid and a token of hex words joined by ``-`` or ``_`` are never looked into (a digest
+holds runs of digits), digits joined to a word or by ``_`` or ``-`` are a card number only
+with a card's shape (``tx_7248198128_320529``, ``evt_<ms epoch>`` are ids), a number
+starting with a date is a timestamp (``backup_20260102_181928``), the digits after a
+decimal point are a fraction (a comma separates values: ``7,2,4111…`` is a CSV row), an
+email spaced on one side of its ``@`` or around its dots needs a known top-level domain
+(``ping @ana.lopez`` is a mention), and dates, times and decimal amounts are not phone
+numbers.
 
 A scan takes time linear in the text's length: every built-in pattern starts at a word's
 edge, at a digit that follows no digit, or at an ``@``, and its quantifiers are bounded,
@@ -81,38 +85,90 @@ def iban_ok(text: str) -> bool:
 
 # a date: 2026-11-30, 30.11.2026, 2026_11_30
 _DATE = re.compile(r"(?<!\d)(?:\d{4}([-_./])\d{1,2}\1\d{1,2}|\d{1,2}([-_./])\d{1,2}\2\d{4})(?!\d)")
+# a date written as one number, at the start of a longer one: 20260102_181928, 20260102181928
+_COMPACT_DATE = re.compile(r"(?:19|20)\d\d(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])")
 
 
 def _card_ok(match: str) -> bool:
     digits = re.sub(r"\D", "", match)
     # "report_2026_11_30_140100": a date and a time, whatever their checksum
-    return 13 <= len(digits) <= 19 and luhn_ok(digits) and _DATE.search(match) is None
+    return (
+        13 <= len(digits) <= 19
+        and luhn_ok(digits)
+        and _DATE.search(match) is None
+        and _COMPACT_DATE.match(match) is None
+    )
+
+
+_GROUPS = re.compile(r"\d+")
+_CARD_NETWORKS = "23456"  # the first digit of Mastercard, Amex, Visa, Discover, UnionPay...
+_CARD_LENGTHS = frozenset({13, 14, 15, 16, 19})  # 17 and 18 are issued too, but rarely
+# how cards are printed: 4-4-4-4, Amex 4-6-5, Diners 4-6-4, 19 digits 4-4-4-4-3, 13 4-4-4-1
+_CARD_GROUPINGS = frozenset({(4, 4, 4, 4), (4, 6, 5), (4, 6, 4), (4, 4, 4, 4, 3), (4, 4, 4, 1)})
+
+
+def card_shaped(match: str) -> bool:
+    """Whether digits joined to a word, or in groups joined by ``_`` or ``-``, have a
+    card's shape: a network's first digit, a card's length and, in groups, a card's
+    grouping. Ids made of numbers (``tx_7248198128_320529``, ``evt_<ms epoch>``) have a
+    checksum one time in ten, so a checksum alone does not tell a card there."""
+    groups = tuple(len(g) for g in _GROUPS.findall(match))
+    return (
+        match[0] in _CARD_NETWORKS
+        and sum(groups) in _CARD_LENGTHS
+        and (len(groups) == 1 or groups in _CARD_GROUPINGS)
+    )
+
+
+def _joined(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` is joined to a word, or its groups by ``_`` or ``-``."""
+    before = text[start - 1] if start > 0 else " "
+    after = text[end] if end < len(text) else " "
+    return (
+        any(ch in "_-" for ch in text[start:end])
+        or before.isalnum()
+        or before in "_-"
+        or after.isalnum()
+        or after in "_-"
+    )
 
 
 # 13 to 19 digits, spaces, dashes or underscores between them, after no digit: a "+"
-# before them starts a phone number's country code, and "1." a fraction's digits
-_CARD = re.compile(r"(?<![\d+])(?<!\d[.,])\d(?:[ _-]?\d){12,18}(?!\d|[.,]\d)")
+# before them starts a phone number's country code, and "1." a fraction's digits (a comma
+# is not a decimal point here: "7,2,4111111111111111" is a CSV row)
+_CARD = re.compile(r"(?<![\d+])(?<!\d\.)\d(?:[ _-]?\d){12,18}(?!\d|\.\d)")
 _HEX = frozenset("0123456789abcdefABCDEF")
-_WORD = 64  # how far a word glued to a number is looked at, either side
+_WORD = 64  # how far a word or token around a number is looked at, either side
+_UUID = re.compile(r"[0-9a-fA-F]{8}(?:[-_][0-9a-fA-F]{4}){3}[-_][0-9a-fA-F]{12}")
+_MIXED = re.compile(r"\d[a-fA-F]|[a-fA-F]\d")
 
 
-def _in_hex_word(text: str, start: int, end: int) -> bool:
-    """Whether the digits ``text[start:end]`` are glued to letters that, with them, make a
-    word of hex digits: an identifier (a digest, a uuid's part), whatever it holds."""
-    glued = False
-    for i in range(start - 1, max(start - 1 - _WORD, -1), -1):
-        if not text[i].isalnum():
-            break
-        if text[i] not in _HEX:
-            return False
-        glued = True
-    for i in range(end, min(end + _WORD, len(text))):
-        if not text[i].isalnum():
-            break
-        if text[i] not in _HEX:
-            return False
-        glued = True
-    return glued
+def _hex_word_at(text: str, i: int) -> bool:
+    """Whether the word around ``text[i]`` is of hex digits, with letters: a digest's."""
+    lo, hi = i, i + 1
+    while lo > max(i - _WORD, 0) and text[lo - 1].isalnum():
+        lo -= 1
+    while hi < min(i + _WORD, len(text)) and text[hi].isalnum():
+        hi += 1
+    word = text[lo:hi]
+    return all(ch in _HEX for ch in word) and not word.isdigit()
+
+
+def _in_hex_id(text: str, start: int, end: int) -> bool:
+    """Whether the digits ``text[start:end]`` are part of an identifier, whatever they
+    hold: glued at either end to letters that make with them a word of hex digits (a
+    digest), or inside a uuid or a token of hex words joined by ``-`` or ``_``."""
+    if _hex_word_at(text, start) or _hex_word_at(text, end - 1):
+        return True
+    lo, hi = start, end
+    while lo > max(start - _WORD, 0) and (text[lo - 1].isalnum() or text[lo - 1] in "-_"):
+        lo -= 1
+    while hi < min(end + _WORD, len(text)) and (text[hi].isalnum() or text[hi] in "-_"):
+        hi += 1
+    if any(u.start() < end and start < u.end() for u in _UUID.finditer(text, lo, hi)):
+        return True
+    token = text[lo:hi]
+    return all(ch in _HEX or ch in "-_" for ch in token) and _MIXED.search(token) is not None
 
 
 # Not phone numbers: a date inside the match, a decimal amount, a plain 8-digit number.
@@ -159,8 +215,9 @@ class _Email(Pattern):
 @dataclass(frozen=True)
 class _Card(Pattern):
     """Card numbers, by their digits and Luhn checksum, wherever they stand: alone, joined
-    to a word by ``_`` or ``-``, or glued to its letters. Digits glued to a word of hex
-    digits are an identifier's (a digest holds runs of digits), and left alone.
+    to a word by ``_`` or ``-``, or glued to its letters (then with a card's shape, see
+    :func:`card_shaped`). Digits in a digest, a uuid or a token of hex words are an
+    identifier's, and left alone.
 
     Digits written in groups may hold a card number written as one between other groups
     (``12 4111 1111 1111 1111``, ``4111 1111 1111 1111 12``): when the whole fails its
@@ -178,21 +235,24 @@ class _Card(Pattern):
                 pos = _next_card_group(m)
 
     def _card(self, text: str, m: re.Match[str]) -> tuple[int, int] | None:
-        digits = m.group()
-        if self.check(digits):
-            glued = digits.isdigit() and _in_hex_word(text, m.start(), m.end())
-            return None if glued else m.span()
-        groups = list(_GROUPS.finditer(digits))
+        if self._is_card(text, m.start(), m.end()):
+            return m.span()
+        groups = list(_GROUPS.finditer(m.group()))
         lengths = tuple(len(g.group()) for g in groups[:4])
         for usual in _USUAL_GROUPS:
             if lengths[: len(usual)] == usual and len(groups) > len(usual):
-                end = groups[len(usual) - 1].end()
-                if self.check(digits[:end]):
-                    return m.start(), m.start() + end
+                end = m.start() + groups[len(usual) - 1].end()
+                if self._is_card(text, m.start(), end):
+                    return m.start(), end
         return None
 
+    def _is_card(self, text: str, start: int, end: int) -> bool:
+        match = text[start:end]
+        if not self.check(match) or _in_hex_id(text, start, end):
+            return False
+        return not _joined(text, start, end) or card_shaped(match)
 
-_GROUPS = re.compile(r"\d+")
+
 _USUAL_GROUPS = ((4, 4, 4, 4), (4, 6, 5), (4, 6, 4))
 
 
@@ -232,7 +292,6 @@ DEFAULT_PATTERNS: tuple[Pattern, ...] = (
 # Keys under which a JSON number is a phone number or a card number (camelCase split).
 _PHONE_KEY = re.compile(r"phone|mobile|msisdn|whatsapp|(?<![a-z])(?:tel|cell|fax|sms)(?![a-z])")
 _CARD_KEY = re.compile(r"card|credit|(?<![a-z])(?:pan|cc)(?![a-z])")
-_CARD_NETWORKS = "23456"  # the first digit of Mastercard, Amex, Visa, Discover, UnionPay...
 
 
 @dataclass(frozen=True)
