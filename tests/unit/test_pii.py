@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
+from waystone._privacy.cards import card_shaped
 from waystone._privacy.pii import Detector, Pattern, iban_ok, luhn_ok
 
 D = Detector()
@@ -188,6 +189,24 @@ def test_the_uuid_the_review_found_is_left_alone() -> None:
     assert found("8b5205ef-6994-4728-9915-60d588d12c94") == []
     assert found("a1b2-4111111111111111") == []  # a token of hex words
     assert found("bad-4111111111111111") == [("card", "4111111111111111")]  # no hex id
+
+
+@pytest.mark.parametrize(
+    ("digits", "shaped"),
+    [
+        ("4111111111111111", True),
+        ("4111-1111-1111-1111", True),
+        ("3782_822463_10005", True),  # Amex, 4-6-5
+        ("4222222222222", True),  # Visa, 13 digits
+        ("6011_1111_1111_1111_117", True),  # 19 digits, 4-4-4-4-3
+        ("1764512303123", False),  # no network starts with 1: ms since the epoch
+        ("7248198128_320529", False),
+        ("2026-607712-2415321", False),  # 17 digits
+        ("41111111_11111111", False),  # no card's grouping
+    ],
+)
+def test_the_shape_of_a_card_number(digits: str, shaped: bool) -> None:
+    assert card_shaped(digits) is shaped
 
 
 def _backup(rng: random.Random) -> str:
