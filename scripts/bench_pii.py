@@ -14,6 +14,7 @@ import json
 import random
 import string
 import time
+import uuid
 from collections.abc import Callable
 
 from waystone._privacy.pii import Detector
@@ -37,6 +38,12 @@ def _repeat(unit: str) -> Callable[[int], str]:
     return lambda n: (unit * (n // len(unit) + 1))[:n]
 
 
+def _uuids(n: int) -> str:
+    rng = random.Random(15)
+    ids = (str(uuid.UUID(int=rng.getrandbits(128), version=4)) for _ in range(n // 37 + 1))
+    return " ".join(ids)[:n]
+
+
 CONTENTS: dict[str, Callable[[int], str]] = {
     "letters": _random(string.ascii_letters),
     "digits": _random(string.digits),
@@ -56,6 +63,11 @@ CONTENTS: dict[str, Callable[[int], str]] = {
     "spaced_at_dots": _random("ab .@"),
     "spaced_emails": _repeat("name . person @ example . com, x @example.com x@example .com "),
     "dots_no_tld": _repeat("a . b . c . d . e . f . g . h . i . j . k @ "),
+    # what must be left alone around a number: uuids, hex tokens, ids made of numbers
+    "uuids": lambda n: _uuids(n),
+    "hex_tokens": _random(string.hexdigits + "-_"),
+    "number_ids": _repeat("tx_7248198128_320529 evt_1764512303123 backup_20260102_181928 "),
+    "csv_cards": _repeat("7,2,4111111111111111\n"),
 }
 
 

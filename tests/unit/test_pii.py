@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import random
 import re
+import uuid
+from collections.abc import Callable
 
 import pytest
 
+from waystone._privacy.cards import card_shaped
 from waystone._privacy.pii import Detector, Pattern, iban_ok, luhn_ok
 
 D = Detector()
@@ -113,7 +117,7 @@ def test_a_card_number_joined_to_a_word_is_found(text: str, value: str) -> None:
     [
         "ref_4111111111111112",  # fails Luhn
         "ws-refund-deadbeef4111111111111111",  # glued to a word of hex digits: a digest
-        "0.4111111111111111 and 1,4111111111111111",  # a fraction's digits
+        "0.4111111111111111 and 1.4111111111111111",  # a fraction's digits
         "4111111111111111.5",  # an amount
         "tel:+4111111111111111",  # a country code follows "+": too long for a phone
         "run_12345678901234567890123",  # too many digits for a card
@@ -124,6 +128,112 @@ def test_a_card_number_joined_to_a_word_is_found(text: str, value: str) -> None:
 )
 def test_digits_joined_to_a_word_that_are_no_card_are_left_alone(text: str) -> None:
     assert found(text) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "id,qty,card\n7,2,4111111111111111",  # a CSV row
+        "4111111111111111,12",
+        "[3,4111111111111111]",  # a list of numbers
+        "cards: 4111111111111111,4000056655665556",
+    ],
+)
+def test_a_card_number_after_or_before_a_comma_is_found(text: str) -> None:
+    assert found(text) and all(kind == "card" for kind, _ in found(text))
+    assert "4111111111111111" in {value for _, value in found(text)}
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["1,234.56", "total 12,345,678,901,234.56 EUR", "1,234,567,890,123,456", "0,75 and 3,5"],
+)
+def test_amounts_with_commas_are_left_alone(text: str) -> None:
+    assert found(text) == []
+
+
+def _uuid1(rng: random.Random) -> str:
+    return str(uuid.UUID(int=rng.getrandbits(128), version=1))
+
+
+def _uuid4(rng: random.Random) -> str:
+    return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+
+
+def _uuid7(rng: random.Random) -> str:
+    # 48 bits of milliseconds since the epoch (2020 to 2040), then random bits
+    ms = rng.randrange(1_577_836_800_000, 2_208_988_800_000)
+    v4 = uuid.UUID(int=ms << 80 | rng.getrandbits(80), version=4).int  # its variant bits
+    return str(uuid.UUID(int=v4 ^ (4 ^ 7) << 76))  # version 7 (unknown to Python 3.11)
+
+
+@pytest.mark.parametrize("make", [_uuid1, _uuid4, _uuid7])
+def test_no_part_of_a_uuid_is_taken_for_a_card_number(
+    make: Callable[[random.Random], str],
+) -> None:
+    rng = random.Random(23)
+    ids = [make(rng) for _ in range(20_000)]
+    # as they stand in state: alone, prefixed, upper-case, with underscores
+    shapes: list[Callable[[str], str]] = [
+        lambda u: u,
+        lambda u: f"run-{u}",
+        lambda u: f"thread_{u.upper()}",
+        lambda u: u.replace("-", "_"),
+    ]
+    forms = [shapes[i % len(shapes)](u) for i, u in enumerate(ids)]
+    hits = [(text, found(text)) for text in forms if found(text)]
+    assert hits == []
+
+
+def test_the_uuid_the_review_found_is_left_alone() -> None:
+    assert found("8b5205ef-6994-4728-9915-60d588d12c94") == []
+    assert found("a1b2-4111111111111111") == []  # a token of hex words
+    assert found("bad-4111111111111111") == [("card", "4111111111111111")]  # no hex id
+
+
+@pytest.mark.parametrize(
+    ("digits", "shaped"),
+    [
+        ("4111111111111111", True),
+        ("4111-1111-1111-1111", True),
+        ("3782_822463_10005", True),  # Amex, 4-6-5
+        ("4222222222222", True),  # Visa, 13 digits
+        ("6011_1111_1111_1111_117", True),  # 19 digits, 4-4-4-4-3
+        ("1764512303123", False),  # no network starts with 1: ms since the epoch
+        ("7248198128_320529", False),
+        ("2026-607712-2415321", False),  # 17 digits
+        ("41111111_11111111", False),  # no card's grouping
+    ],
+)
+def test_the_shape_of_a_card_number(digits: str, shaped: bool) -> None:
+    assert card_shaped(digits) is shaped
+
+
+def _backup(rng: random.Random) -> str:
+    day = f"{rng.randrange(1990, 2040)}{rng.randrange(1, 13):02}{rng.randrange(1, 32):02}"
+    return f"backup_{day}_{rng.randrange(24):02}{rng.randrange(60):02}{rng.randrange(60):02}.tar"
+
+
+def _event(rng: random.Random) -> str:
+    return f"evt_{rng.randrange(1_000_000_000_000, 2_000_000_000_000)}"  # ms since the epoch
+
+
+def _transaction(rng: random.Random) -> str:
+    return f"tx_{rng.randrange(10**9, 10**10)}_{rng.randrange(10**5, 10**6)}"
+
+
+def _order(rng: random.Random) -> str:
+    middle, last = rng.randrange(10**5, 10**6), rng.randrange(10**6, 10**7)
+    return f"order {rng.randrange(1990, 2040)}-{middle}-{last}"
+
+
+@pytest.mark.parametrize("make", [_backup, _event, _transaction, _order])
+def test_ids_made_of_numbers_and_timestamps_are_left_alone(
+    make: Callable[[random.Random], str],
+) -> None:
+    rng = random.Random(23)
+    hits = [(text, found(text)) for text in (make(rng) for _ in range(5_000)) if found(text)]
+    assert hits == []
 
 
 @pytest.mark.parametrize(

@@ -12,11 +12,15 @@ needs its country's exact length); card numbers given as JSON numbers, and phone
 given as JSON numbers under a key that names a phone.
 
 What is left alone: a phone number never starts or ends inside an identifier (a uuid, a
-checkpoint id: it has no checksum to tell it from an id's digits), a word of hex digits is
-never looked into (a digest holds runs of digits), the digits after a decimal point are a
-fraction, an email spaced on one side of its ``@`` or around its dots needs a known
-top-level domain (``ping @ana.lopez`` is a mention), and dates, times and decimal amounts
-are not phone numbers.
+checkpoint id: it has no checksum to tell it from an id's digits), a word of hex digits, a
+uuid and a token of hex words joined by ``-`` or ``_`` are never looked into (a digest
+holds runs of digits), digits joined to a word or by ``_`` or ``-`` are a card number only
+with a card's shape (``tx_7248198128_320529``, ``evt_<ms epoch>`` are ids), a number
+starting with a date is a timestamp (``backup_20260102_181928``), the digits after a
+decimal point are a fraction (a comma separates values: ``7,2,4111…`` is a CSV row), an
+email spaced on one side of its ``@`` or around its dots needs a known top-level domain
+(``ping @ana.lopez`` is a mention), and dates, times and decimal amounts are not phone
+numbers.
 
 A scan takes time linear in the text's length: every built-in pattern starts at a word's
 edge, at a digit that follows no digit, or at an ``@``, and its quantifiers are bounded,
@@ -29,7 +33,8 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from waystone._privacy import emails
+from waystone._privacy import cards, emails
+from waystone._privacy.cards import luhn_ok
 
 _EDGE_L = r"(?<![\w\-./@])(?<!\d:)"  # after "14:18:" comes a time's seconds
 _EDGE_R = r"(?![\w\-/@]|\.\w)"
@@ -60,16 +65,6 @@ IBAN_LENGTHS: dict[str, int] = {
 }
 
 
-def luhn_ok(digits: str) -> bool:
-    total = 0
-    for i, ch in enumerate(reversed(digits)):
-        n = int(ch)
-        if i % 2 == 1:
-            n = n * 2 - 9 if n > 4 else n * 2
-        total += n
-    return total % 10 == 0
-
-
 def iban_ok(text: str) -> bool:
     compact = text.replace(" ", "").upper()
     if not 15 <= len(compact) <= 34:
@@ -79,42 +74,6 @@ def iban_ok(text: str) -> bool:
     return int(number) % 97 == 1
 
 
-# a date: 2026-11-30, 30.11.2026, 2026_11_30
-_DATE = re.compile(r"(?<!\d)(?:\d{4}([-_./])\d{1,2}\1\d{1,2}|\d{1,2}([-_./])\d{1,2}\2\d{4})(?!\d)")
-
-
-def _card_ok(match: str) -> bool:
-    digits = re.sub(r"\D", "", match)
-    # "report_2026_11_30_140100": a date and a time, whatever their checksum
-    return 13 <= len(digits) <= 19 and luhn_ok(digits) and _DATE.search(match) is None
-
-
-# 13 to 19 digits, spaces, dashes or underscores between them, after no digit: a "+"
-# before them starts a phone number's country code, and "1." a fraction's digits
-_CARD = re.compile(r"(?<![\d+])(?<!\d[.,])\d(?:[ _-]?\d){12,18}(?!\d|[.,]\d)")
-_HEX = frozenset("0123456789abcdefABCDEF")
-_WORD = 64  # how far a word glued to a number is looked at, either side
-
-
-def _in_hex_word(text: str, start: int, end: int) -> bool:
-    """Whether the digits ``text[start:end]`` are glued to letters that, with them, make a
-    word of hex digits: an identifier (a digest, a uuid's part), whatever it holds."""
-    glued = False
-    for i in range(start - 1, max(start - 1 - _WORD, -1), -1):
-        if not text[i].isalnum():
-            break
-        if text[i] not in _HEX:
-            return False
-        glued = True
-    for i in range(end, min(end + _WORD, len(text))):
-        if not text[i].isalnum():
-            break
-        if text[i] not in _HEX:
-            return False
-        glued = True
-    return glued
-
-
 # Not phone numbers: a date inside the match, a decimal amount, a plain 8-digit number.
 _DECIMAL = re.compile(r"\d+\.\d+|\d{1,3}(?: \d{3})+\.\d{1,2}")
 _GROUPED_8 = re.compile(r"\d{2,4}(?:[ -]\d{2,4}){1,3}")
@@ -122,7 +81,7 @@ _GROUPED_8 = re.compile(r"\d{2,4}(?:[ -]\d{2,4}){1,3}")
 
 def _phone_ok(match: str) -> bool:
     digits = sum(ch.isdigit() for ch in match)
-    if _DATE.search(match) or _DECIMAL.fullmatch(match):
+    if cards.DATE.search(match) or _DECIMAL.fullmatch(match):
         return False
     if digits == 8:  # a local number, written as one: "2345 6789", "23 45 67 89"
         return _GROUPED_8.fullmatch(match) is not None
@@ -158,51 +117,10 @@ class _Email(Pattern):
 
 @dataclass(frozen=True)
 class _Card(Pattern):
-    """Card numbers, by their digits and Luhn checksum, wherever they stand: alone, joined
-    to a word by ``_`` or ``-``, or glued to its letters. Digits glued to a word of hex
-    digits are an identifier's (a digest holds runs of digits), and left alone.
-
-    Digits written in groups may hold a card number written as one between other groups
-    (``12 4111 1111 1111 1111``, ``4111 1111 1111 1111 12``): when the whole fails its
-    checksum, a card's usual grouping inside it is tried (four groups of four, or 4-6-5
-    and 4-6-4), and the search goes on from its next group of four (or of a card's length)."""
+    """Card numbers (:mod:`waystone._privacy.cards`); ``regex`` finds runs of digits."""
 
     def spans(self, text: str) -> Iterator[tuple[int, int]]:
-        pos = 0
-        while (m := self.regex.search(text, pos)) is not None:
-            found = self._card(text, m)
-            if found is not None:
-                yield found
-                pos = found[1]
-            else:
-                pos = _next_card_group(m)
-
-    def _card(self, text: str, m: re.Match[str]) -> tuple[int, int] | None:
-        digits = m.group()
-        if self.check(digits):
-            glued = digits.isdigit() and _in_hex_word(text, m.start(), m.end())
-            return None if glued else m.span()
-        groups = list(_GROUPS.finditer(digits))
-        lengths = tuple(len(g.group()) for g in groups[:4])
-        for usual in _USUAL_GROUPS:
-            if lengths[: len(usual)] == usual and len(groups) > len(usual):
-                end = groups[len(usual) - 1].end()
-                if self.check(digits[:end]):
-                    return m.start(), m.start() + end
-        return None
-
-
-_GROUPS = re.compile(r"\d+")
-_USUAL_GROUPS = ((4, 4, 4, 4), (4, 6, 5), (4, 6, 4))
-
-
-def _next_card_group(m: re.Match[str]) -> int:
-    """Where the search for a card number goes on after ``m`` failed: at its first later
-    group of four digits (a card's first group) or of a card's length, else after it."""
-    for group in list(_GROUPS.finditer(m.group()))[1:]:
-        if len(group.group()) == 4 or len(group.group()) >= 13:
-            return m.start() + group.start()
-    return m.end()
+        return cards.spans(text, self.regex, self.check)
 
 
 def _iban_by_country() -> re.Pattern[str]:
@@ -224,7 +142,7 @@ DEFAULT_PATTERNS: tuple[Pattern, ...] = (
     Pattern(
         "iban", re.compile(_JOINED_L + r"[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}" + _JOINED_R), iban_ok
     ),
-    _Card("card", _CARD, _card_ok),
+    _Card("card", cards.CARD, cards.card_ok),
     Pattern("phone", re.compile(_EDGE_L + r"\+?\(?\d[\d ().-]{6,28}\d" + _EDGE_R), _phone_ok),
 )
 
@@ -232,7 +150,6 @@ DEFAULT_PATTERNS: tuple[Pattern, ...] = (
 # Keys under which a JSON number is a phone number or a card number (camelCase split).
 _PHONE_KEY = re.compile(r"phone|mobile|msisdn|whatsapp|(?<![a-z])(?:tel|cell|fax|sms)(?![a-z])")
 _CARD_KEY = re.compile(r"card|credit|(?<![a-z])(?:pan|cc)(?![a-z])")
-_CARD_NETWORKS = "23456"  # the first digit of Mastercard, Amex, Visa, Discover, UnionPay...
 
 
 @dataclass(frozen=True)
@@ -278,7 +195,7 @@ class Detector:
             return None
         digits = str(number)
         words = re.sub(r"(?<=[a-z])(?=[A-Z])", "_", key).lower() if key else ""
-        card_like = digits[0] in _CARD_NETWORKS or _CARD_KEY.search(words)
+        card_like = digits[0] in cards.NETWORKS or _CARD_KEY.search(words)
         if card_like and 13 <= len(digits) <= 19 and luhn_ok(digits):
             return "card"
         if len(digits) <= 15 and _PHONE_KEY.search(words):
