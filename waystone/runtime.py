@@ -174,6 +174,11 @@ class Runtime:
             return self.status(made)
         return self.run_status(thread_id, made) or self.status(thread_id)
 
+    def check_run(self, agent: str, input: Any, options: RunOptions | None = None) -> None:
+        """Refuse, with nothing written, what :meth:`start_on_thread` would refuse of a
+        run's agent, input and options: for an edge that makes a thread for the run."""
+        self._commands.check(agent, input, options)
+
     def pending_runs(self, thread_id: str) -> builtins.list[RunStatus]:
         """The runs queued behind the thread's run, in the order they will run."""
         return [pending_status(p) for p in Multitask(self._parts).pending(thread_id)]
