@@ -137,4 +137,5 @@ def test_until_idle_drives_at_once_every_run_a_killed_local_worker_left(
         # taken from the dead owner, not after its lease expired
         assert takeover(sql, thread_id) == "lease taken over: previous owner died"
     assert workers.summary(rescuer)["driven"] == 2
+    assert "<pii:" not in said, said  # the dead worker's name is shown as it is
     assert len(provider.ledger()["refunds"]) == 2
