@@ -24,6 +24,7 @@ from waystone._runs import options as run_options
 from waystone._runs.commands import Commands
 from waystone._runs.crons import Crons
 from waystone._runs.drives import Drives
+from waystone._runs.lease_wait import HeldLease
 from waystone._runs.multitask import Multitask, pending_status
 from waystone._runs.options import RunOptions
 from waystone._runs.registry import Run
@@ -173,6 +174,11 @@ class Runtime:
             return self.status(made)
         return self.run_status(thread_id, made) or self.status(thread_id)
 
+    def check_run(self, agent: str, input: Any, options: RunOptions | None = None) -> None:
+        """Refuse, with nothing written, what :meth:`start_on_thread` would refuse of a
+        run's agent, input and options: for an edge that makes a thread for the run."""
+        self._commands.check(agent, input, options)
+
     def pending_runs(self, thread_id: str) -> builtins.list[RunStatus]:
         """The runs queued behind the thread's run, in the order they will run."""
         return [pending_status(p) for p in Multitask(self._parts).pending(thread_id)]
@@ -243,6 +249,15 @@ class Runtime:
     def seconds_to_next_wake(self, agents: list[str]) -> float | None:
         """Until the next wait of ``agents``' runs is due, by the database's clock."""
         return self._parts.registry.seconds_to_next_wake(agents)
+
+    def held_leases(self, agents: list[str], limit: int) -> builtins.list[HeldLease]:
+        """Unexpired leases on ``agents``' running runs, those of gone local owners first
+        (see :meth:`RunRegistry.held_leases`): what ``worker --until-idle`` waits for."""
+        return self._parts.registry.held_leases(agents, limit)
+
+    def database_ok(self, wait_s: float = 2.0) -> bool:
+        """Whether Postgres answers within ``wait_s`` (a health check's question)."""
+        return self._parts.registry.database_ok(wait_s)
 
     def drive(
         self,

@@ -12,7 +12,7 @@ A thread of its own delivers the runs' webhooks (:mod:`waystone._webhooks.delive
 woken by NOTIFY on ``waystone_webhook``; ``--until-idle`` does not wait for them. It does
 wait for a run left under a lease nobody renews (a killed worker's) to expire, and then
 drives it; a run whose worker ran on this machine and is gone is driven at once
-(:mod:`waystone._lease_wait`).
+(:mod:`waystone._runs.lease_wait`).
 
 A drive stuck past its step budget (see ``waystone._runs.leases``) loses its lease and its
 slot: a new slot takes its place, so the worker goes on claiming at its concurrency, and
@@ -34,9 +34,9 @@ from types import FrameType
 import psycopg
 from langgraph.runtime import RunControl
 
-from waystone import logs, sql
-from waystone._lease_wait import HeldLease, LeaseWait, LeaseWatch
-from waystone._runs.registry import Run, owner_is_dead, process_owner
+from waystone import logs
+from waystone._runs.lease_wait import LeaseWait, LeaseWatch
+from waystone._runs.registry import Run, process_owner
 from waystone._webhooks import deliver
 from waystone.errors import DatabaseUnavailable, LeaseLost, WaystoneError
 from waystone.runtime import Runtime
@@ -46,7 +46,7 @@ from waystone.ticker import CronTicker
 logger = logging.getLogger(__name__)
 
 CHANNEL = "waystone_runnable"
-HELD_SHOWN = 20  # leases an idle worker looks at, the soonest to expire first
+HELD_SHOWN = 20  # leases an idle worker looks at: dead owners' first, then the soonest to expire
 
 
 @dataclass
@@ -208,20 +208,25 @@ class Worker:
         wait for a lease nobody renews to expire (``None``: none to wait for, the worker
         is idle), said on stderr once."""
         try:
-            with self.rt.connection() as conn:
-                rows = conn.execute(
-                    sql.query("held_leases"), {"agents": self._serving(), "limit": HELD_SHOWN}
-                ).fetchall()
-            held = [HeldLease.from_row(r, owner_is_dead(r["lease_owner"])) for r in rows]
+            held = self.rt.held_leases(self._serving(), HELD_SHOWN)
             with self._leases_lock:
                 wait = self._leases.look(held)
             _say(wait, self._leases.limit_s)
             for lease in wait.take:
+                with self._leases_lock:
+                    self._leases.claiming(lease)
+                logger.warning(
+                    "--until-idle: taking run %s now: its lease is held by %s, a process of "
+                    "this machine that is gone",
+                    lease.thread_id,
+                    lease.owner,
+                    extra={"thread_id": lease.thread_id},
+                )
                 run = self.rt.claim(
                     thread_id=lease.thread_id, agents=self._serving(), owner=self.owner
                 )
                 if run is not None:
-                    return run
+                    return run  # the others are offered again at the next look
         except (WaystoneError, psycopg.OperationalError) as exc:
             logger.warning("cannot read the runs' leases, trying again: %s", exc)
             return self.poll_seconds
@@ -331,14 +336,6 @@ class Worker:
 
 
 def _say(wait: LeaseWait, limit_s: float) -> None:
-    for lease in wait.take:
-        logger.warning(
-            "--until-idle: taking run %s now: its lease is held by %s, a process of this "
-            "machine that is gone",
-            lease.thread_id,
-            lease.owner,
-            extra={"thread_id": lease.thread_id},
-        )
     for lease in wait.new:
         logger.warning(
             "--until-idle: waiting for run %s: its lease, held by %s, expires at %s (in %.1fs); "

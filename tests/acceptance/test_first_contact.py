@@ -3,6 +3,7 @@ use, a load balancer's health check, a run id that the thread does not have."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -91,3 +92,16 @@ def test_an_unknown_run_on_a_thread_with_runs_is_named(served: Served, runtime: 
     reply = served.request("GET", f"/threads/{thread_id}/runs/r-404", token=TOKEN)
     assert reply.status == 404
     assert reply.json()["detail"].startswith(f"thread '{thread_id}' has no run 'r-404'")
+
+
+def test_the_health_check_waits_briefly_for_a_pooled_connection(
+    runtime: Runtime, served: Served
+) -> None:
+    with contextlib.ExitStack() as held:
+        for _ in range(runtime.settings.pool_max_size):  # every connection of the pool
+            held.enter_context(runtime.connection())
+        assert runtime.database_ok(wait_s=0.2) is False
+        reply = served.request("GET", "/ok?check_db=1")
+        assert (reply.status, reply.json()) == (503, {"detail": "the database is unreachable"})
+    assert runtime.database_ok(wait_s=0.2) is True
+    assert served.request("GET", "/ok?check_db=1").status == 200

@@ -17,6 +17,7 @@ from langgraph_sdk.client import SyncLangGraphClient
 from tests.acceptance.conftest import Workers
 from tests.conftest import Cli
 from tests.support.api import api_server
+from tests.support.scan import row_counts
 
 TOKEN = "api-token-for-tests"
 GRAPH = "assist=tests.support.graphs:assist_graph"
@@ -170,3 +171,39 @@ def test_a_chat_thread_streamed_through_the_sdk(lg: SyncLangGraphClient) -> None
     assert texts(again[-1].data)[-2:] == ["bye", "echo bye"]
     assert texts(lg.threads.get_state(thread_id)["values"]) == texts(again[-1].data)
     assert len(lg.threads.get_history(thread_id, limit=100)) == 9
+
+
+def test_a_refused_run_on_a_thread_it_would_make_makes_no_row(
+    api: str, sql: psycopg.Connection[Any]
+) -> None:
+    bad = {
+        "no assistant_id": ({"input": say("x")}, 400),
+        "an unknown graph": ({"assistant_id": "nothing-by-that-name", "input": say("x")}, 404),
+        "no input": ({"assistant_id": "assist"}, 400),
+        "a wrong strategy": (
+            {"assistant_id": "assist", "input": say("x"), "multitask_strategy": "later"},
+            422,
+        ),
+        "an option not done": ({"assistant_id": "assist", "checkpoint_id": "c-1"}, 422),
+        "a breakpoint on no node": (
+            {"assistant_id": "assist", "input": say("x"), "interrupt_before": ["no-node"]},
+            400,
+        ),
+        "a webhook that is no URL": (
+            {"assistant_id": "assist", "input": say("x"), "webhook": "ftp://x"},
+            400,
+        ),
+        "a resume of nothing": ({"assistant_id": "assist", "command": {"resume": "y"}}, 409),
+    }
+    paths = ["/runs/wait", "/runs/stream", "/threads/made-here/runs"]
+    before = row_counts(sql)
+    with httpx.Client(base_url=api, headers={"x-api-key": TOKEN}, timeout=60) as http:
+        for what, (body, status) in bad.items():
+            for path in paths:
+                sent = body if path.startswith("/runs") else {**body, "if_not_exists": "create"}
+                answer = http.post(path, json=sent)
+                assert answer.status_code == status, (what, path, answer.text)
+    assert row_counts(sql) == before
+    with get_sync_client(url=api, api_key=TOKEN) as lg:  # a good one still makes its thread
+        streamed = list(lg.runs.stream(None, "assist", input=say("z"), stream_mode="values"))
+    assert texts(streamed[-1].data) == ["z", "echo z"]

@@ -6,6 +6,8 @@ processes, SIGKILLed; assertions on Postgres and the provider."""
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 from typing import Any
 
 import psycopg
@@ -13,7 +15,7 @@ import pytest
 
 from tests.acceptance.conftest import Workers
 from tests.acceptance.test_workers import SMALL, one
-from tests.conftest import wait_until
+from tests.conftest import ROOT, Cli, wait_until
 from waystone import Runtime
 from waystone.examples.provider import ProviderProcess
 
@@ -32,6 +34,17 @@ def killed_holding(
         sql.execute("UPDATE waystone.runs SET lease_owner = %s", (ELSEWHERE,))
     state = "SELECT state, lease_expires_at > clock_timestamp() FROM waystone.runs"
     assert sql.execute(state).fetchall() == [("running", True)]
+
+
+# A worker process that claims two runs and is SIGKILLed with both leases in hand.
+CLAIMS_TWO_THEN_DIES = """
+import os, signal
+from waystone import Runtime
+from waystone.config import Settings
+with Runtime(Settings.from_env(lease_seconds=900)) as rt:
+    assert rt.claim() is not None and rt.claim() is not None
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
 
 
 def takeover(sql: psycopg.Connection[Any], thread_id: str) -> Any:
@@ -97,3 +110,32 @@ def test_until_idle_says_when_a_lease_too_long_to_wait_for_expires(
     assert workers.summary(idle)["driven"] == 0
     assert one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", thread_id) == "running"
     assert provider.ledger()["refunds"] == []
+
+
+@pytest.mark.parametrize("kind", [[], ["--async"]], ids=["threads", "async"])
+def test_until_idle_drives_at_once_every_run_a_killed_local_worker_left(
+    kind: list[str],
+    runtime: Runtime,
+    provider: ProviderProcess,
+    workers: Workers,
+    cli: Cli,
+    sql: psycopg.Connection[Any],
+) -> None:
+    threads = [runtime.start("refund", {**SMALL, "order_id": f"A-{n}"}).thread_id for n in (1, 2)]
+    killed = subprocess.run(
+        [sys.executable, "-c", CLAIMS_TWO_THEN_DIES], env=cli.env, cwd=ROOT, check=False
+    )
+    assert killed.returncode == -signal.SIGKILL
+    held = "SELECT state, lease_expires_at > now() + interval '60 seconds' FROM waystone.runs"
+    assert sql.execute(held).fetchall() == [("running", True)] * 2
+    rescuer = workers.spawn("--until-idle", *kind)
+    assert rescuer.wait(timeout=120) == 0, workers.output(rescuer)
+    said = workers.output(rescuer)
+    for thread_id in threads:
+        assert f"--until-idle: taking run {thread_id} now" in said, said
+        assert one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", thread_id) == "done"
+        # taken from the dead owner, not after its lease expired
+        assert takeover(sql, thread_id) == "lease taken over: previous owner died"
+    assert workers.summary(rescuer)["driven"] == 2
+    assert "<pii:" not in said, said  # the dead worker's name is shown as it is
+    assert len(provider.ledger()["refunds"]) == 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from waystone._lease_wait import MARGIN_S, HeldLease, LeaseWatch
+from waystone._runs.lease_wait import MARGIN_S, HeldLease, LeaseWatch
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -67,10 +67,24 @@ def test_an_expired_lease_not_yet_claimed_is_claimed_at_once() -> None:
     assert LeaseWatch().look([held("t", -0.5)]).wait_s == MARGIN_S
 
 
-def test_a_dead_owners_lease_is_offered_once_then_waited_for() -> None:
+def dead(thread_id: str) -> HeldLease:
+    return HeldLease(thread_id, 1, "here:ns:99:ab", NOW + timedelta(seconds=30), 30.0, dead=True)
+
+
+def test_a_dead_owners_lease_is_offered_until_claimed_then_waited_for() -> None:
     watch = LeaseWatch(relook_s=5.0)
-    dead = HeldLease("t", 1, "here:ns:99:ab", NOW + timedelta(seconds=30), 30.0, dead=True)
-    first = watch.look([dead])
-    assert first.take == (dead,) and first.wait_s == MARGIN_S
-    again = watch.look([dead])  # its claim failed: left to expire, as any other
+    first = watch.look([dead("t")])
+    assert first.take == (dead("t"),) and first.wait_s == MARGIN_S
+    assert watch.look([dead("t")]).take == (dead("t"),)  # no claim tried yet: offered again
+    watch.claiming(dead("t"))
+    again = watch.look([dead("t")])  # its claim failed: left to expire, as any other
     assert again.take == () and again.wait_s == 5.0
+
+
+def test_every_lease_a_dead_owner_left_is_offered_until_its_claim_is_tried() -> None:
+    watch = LeaseWatch(relook_s=5.0)
+    both = watch.look([dead("a"), dead("b")])
+    assert [x.thread_id for x in both.take] == ["a", "b"]
+    watch.claiming(dead("a"))  # the worker took "a" and went to drive it
+    left = watch.look([dead("b")])
+    assert [x.thread_id for x in left.take] == ["b"] and left.wait_s == MARGIN_S

@@ -100,6 +100,15 @@ class Commands:
             return status_of(run, None, None)
         return run.thread_id
 
+    def check(self, agent: str, input: Any, options: RunOptions | None) -> None:
+        """What :meth:`start_behind` refuses of a new run's agent, input and options,
+        checked with nothing written (the vault's values included)."""
+        self._catalog.known(check_identifier("agent name", agent))
+        entry = self._catalog.entry(agent)
+        entry.check_input(input)
+        if options is not None and not entry.one_run:
+            options.check(set(entry.graph.nodes))
+
     def start_behind(
         self,
         agent: str,

@@ -15,14 +15,16 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+import psycopg
 from psycopg.types.json import Jsonb
 
 from waystone import sql
 from waystone._checkpointing.database import Conn, Database, jsonify, stored
 from waystone._hints import command
 from waystone._identifiers import check_identifier
+from waystone._runs.lease_wait import HeldLease
 from waystone._runs.states import ALLOWED, STATES
-from waystone.errors import LeaseLost, TransitionNotAllowed, UnknownThread
+from waystone.errors import LeaseLost, TransitionNotAllowed, UnknownThread, WaystoneError
 
 if TYPE_CHECKING:
     from waystone._checkpointing.held import Statement
@@ -109,9 +111,15 @@ def run_id_of(thread_id: str, number: int) -> str:
 
 def _pid_namespace() -> str:
     try:
-        return str(os.stat("/proc/self/ns/pid").st_ino)
+        return pid_namespace_label(os.stat("/proc/self/ns/pid").st_ino)
     except OSError:
         return "0"
+
+
+def pid_namespace_label(inode: int) -> str:
+    """A PID namespace's inode in hex: its ten decimal digits (``4026531836``) read as a
+    phone number to the log redaction, which would hide it in every worker's name."""
+    return f"{inode:x}"
 
 
 def process_owner() -> str:
@@ -499,6 +507,25 @@ class RunRegistry:
         the database's clock; ``None`` when none waits with a deadline."""
         row = self.db.fetch_one("next_wake", agents=agents)
         return row["due_in"] if row else None
+
+    def held_leases(self, agents: list[str], limit: int) -> list[HeldLease]:
+        """Up to ``limit`` unexpired leases on running runs of ``agents``: those whose owner
+        ran on this machine and is gone first (however many live ones expire sooner), then
+        the soonest to expire, by the database's clock."""
+        owners = self.db.fetch_all("lease_owners", agents=agents)
+        dead = [r["lease_owner"] for r in owners if owner_is_dead(r["lease_owner"])]
+        rows = self.db.fetch_all("held_leases", agents=agents, dead=dead, limit=limit)
+        return [HeldLease.from_row(row) for row in rows]
+
+    def database_ok(self, wait_s: float) -> bool:
+        """Whether Postgres answers a round trip within ``wait_s``, the wait for a pooled
+        connection included."""
+        limit = {"limit": f"{max(1, round(wait_s * 1000))}ms"}
+        try:
+            self.db.batch([("bounded", limit), ("database_ok", {})], wait_s=wait_s)
+        except (WaystoneError, psycopg.Error):
+            return False
+        return True
 
     def heartbeat(
         self, thread_id: str, lease_token: int, lease_seconds: float, *, limit_s: float = 30.0

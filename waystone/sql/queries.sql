@@ -306,21 +306,32 @@ WHERE thread_id = %(thread_id)s AND state = 'running';
 -- A round trip: what a health check asks of Postgres.
 SELECT true AS ok;
 
+-- name: lease_owners
+-- Who holds an unexpired lease on a running run of these agents (one row a worker), each
+-- agent's through runs_lease_agent_idx: the owners a worker asks whether they are gone.
+SELECT DISTINCT r.lease_owner
+FROM waystone.each_agent(%(agents)s::text[]) AS a(agent)
+JOIN waystone.runs r ON r.agent = a.agent
+WHERE r.state = 'running' AND r.lease_owner IS NOT NULL
+  AND coalesce(r.lease_expires_at, '-infinity'::timestamptz) > clock_timestamp();
+
 -- name: held_leases
--- The running runs of these agents under a lease that has not expired, the soonest to
--- expire first, by the database's clock: what a worker run --until-idle waits for.
-SELECT h.thread_id, h.lease_token, h.lease_owner, h.lease_expires_at,
+-- The running runs of these agents under a lease that has not expired, those of the owners
+-- known to be gone (%(dead)s) first, then the soonest to expire, by the database's clock:
+-- what a worker run --until-idle waits for.
+SELECT h.thread_id, h.lease_token, h.lease_owner, h.lease_expires_at, h.dead,
        extract(epoch FROM h.lease_expires_at - clock_timestamp())::float8 AS expires_in
 FROM waystone.each_agent(%(agents)s::text[]) AS a(agent)
 CROSS JOIN LATERAL (
-    SELECT r.thread_id, r.lease_token, r.lease_owner, r.lease_expires_at
+    SELECT r.thread_id, r.lease_token, r.lease_owner, r.lease_expires_at,
+           coalesce(r.lease_owner = ANY(%(dead)s::text[]), false) AS dead
     FROM waystone.runs r
     WHERE r.state = 'running' AND r.agent = a.agent
       AND coalesce(r.lease_expires_at, '-infinity'::timestamptz) > clock_timestamp()
-    ORDER BY coalesce(r.lease_expires_at, '-infinity'::timestamptz)
+    ORDER BY 5 DESC, coalesce(r.lease_expires_at, '-infinity'::timestamptz)
     LIMIT %(limit)s
 ) h
-ORDER BY h.lease_expires_at
+ORDER BY h.dead DESC, h.lease_expires_at
 LIMIT %(limit)s;
 
 -- name: next_wake

@@ -11,18 +11,17 @@ committed checkpoints (:mod:`waystone.web.stream`).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-import psycopg
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from waystone import sql
 from waystone._identifiers import check_identifier
 from waystone._json_input import parse_json_input
 from waystone._runs import breakpoints
@@ -49,6 +48,9 @@ if TYPE_CHECKING:
     from waystone.runtime import RunStatus, Runtime
 
 Handler = Callable[[Request], Awaitable[Response]]
+# How long `/ok?check_db=1` waits for Postgres: a health check answers soon, and a down
+# database must not hold a threadpool slot for the pool's whole wait.
+HEALTH_WAIT_S = 2.0
 # What a run request may carry that Waystone does not do yet: refused, never ignored.
 UNSUPPORTED = (
     "checkpoint",
@@ -191,16 +193,9 @@ class Api:
         check_db = request.query_params.get("check_db", "0")
         if check_db not in ("0", "1"):
             return JSONResponse({"detail": "check_db must be 0 or 1"}, status_code=400)
-        if check_db == "1":
-            try:
-                await run_in_threadpool(self._database_ok)
-            except (WaystoneError, psycopg.Error):
-                return JSONResponse({"detail": "the database is unreachable"}, status_code=503)
+        if check_db == "1" and not await run_in_threadpool(self.rt.database_ok, HEALTH_WAIT_S):
+            return JSONResponse({"detail": "the database is unreachable"}, status_code=503)
         return JSONResponse({"ok": True})
-
-    def _database_ok(self) -> None:
-        with self.rt.connection() as conn:
-            conn.execute(sql.query("database_ok")).fetchall()
 
     async def info(self, request: Request) -> Response:
         from importlib.metadata import version
@@ -342,10 +337,9 @@ class Api:
         return JSONResponse(await self._settled(status))
 
     async def wait_stateless(self, request: Request) -> Response:
-        body = await _body(request)
-        owner = request.state.owner
-        made = await run_in_threadpool(lambda: self.rt.create_thread(owner=owner))
-        status, _ = await self._create(made.thread_id, {**body, "if_not_exists": "reject"})
+        body = {**(await _body(request)), "if_not_exists": "create"}
+        # the thread is made by the run's creation, once the request is found good
+        status, _ = await self._create(str(uuid.uuid4()), body, request.state.owner)
         return JSONResponse(await self._settled(status))
 
     async def _create(
@@ -371,15 +365,18 @@ class Api:
 
         def create() -> RunStatus:
             url = None if webhook is None else self.webhooks.check(webhook)
+            hooked = options if url is None else replace(options or RunOptions(), webhook=url)
             if not self._exists(thread_id):
                 if if_not_exists != "create":
                     raise ApiError(404, f"thread {thread_id!r} not found")
+                if command is not None:
+                    raise ApiError(409, f"thread {thread_id} has no run, so no interrupt to resume")
+                self.rt.check_run(graph_id, body.get("input"), hooked)  # before any row
                 self.rt.create_thread(thread_id, if_exists="do_nothing", owner=owner)
             if command is not None:
                 return self._resume(thread_id, command, url)
             if body.get("input") is None and self._at_breakpoint(thread_id):
                 return self._resume(thread_id, {"resume": None}, url)  # as the reference
-            hooked = options if url is None else replace(options or RunOptions(), webhook=url)
             return self.rt.start_on_thread(
                 graph_id,
                 body.get("input"),
@@ -460,10 +457,8 @@ class Api:
         return await self._stream_new(thread_id, await _body(request), owner)
 
     async def stream_stateless(self, request: Request) -> Response:
-        owner = request.state.owner
-        body = {**(await _body(request)), "if_not_exists": "reject"}
-        made = await run_in_threadpool(lambda: self.rt.create_thread(owner=owner))
-        return await self._stream_new(made.thread_id, body)
+        body = {**(await _body(request)), "if_not_exists": "create"}
+        return await self._stream_new(str(uuid.uuid4()), body, request.state.owner)
 
     async def _stream_new(
         self, thread_id: str, body: dict[str, Any], owner: str | None = None
@@ -489,7 +484,10 @@ class Api:
         return self._sse(status, modes, last, set())
 
     def _latest(self, thread_id: str) -> StateSnapshot | None:
-        found = self.rt.thread(thread_id)
+        try:
+            found = self.rt.thread(thread_id)
+        except UnknownThread:
+            return None  # the run's creation makes the thread, or refuses the request
         snapshot = self._snapshot(thread_id, found.agent)
         return snapshot if snapshot is not None and snapshot.config else None
 

@@ -1,5 +1,6 @@
 """What ``waystone worker --until-idle`` waits for before it calls itself idle: a run of
-its agents held under a lease that nobody renews. A worker killed with the run in hand
+its agents held under a lease that nobody renews (a pure decision over the leases
+:meth:`RunRegistry.held_leases` reads). A worker killed with the run in hand
 leaves work to do: at once when its process is known to be gone (it ran on this machine),
 else once its lease expires; a live holder renews its lease (every third of it), and its
 run is left to it. A lease that expires later than ``limit_s`` from now is not waited
@@ -28,14 +29,14 @@ class HeldLease:
     dead: bool = False  # its owner ran on this machine and its process is gone
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any], dead: bool) -> HeldLease:
+    def from_row(cls, row: Mapping[str, Any]) -> HeldLease:
         return cls(
             thread_id=row["thread_id"],
             token=int(row["lease_token"]),
             owner=row["lease_owner"],
             expires_at=row["lease_expires_at"],
             expires_in=float(row["expires_in"]),
-            dead=dead,
+            dead=bool(row["dead"]),
         )
 
 
@@ -60,17 +61,17 @@ class LeaseWatch:
     relook_s: float = 5.0  # the longest wait between two looks at the leases
     first_seen: dict[tuple[str, int], datetime] = field(default_factory=dict)
     told: set[tuple[str, int]] = field(default_factory=set)
-    offered: set[tuple[str, int]] = field(default_factory=set)  # dead owners' leases
+    tried: set[tuple[str, int]] = field(default_factory=set)  # dead owners' leases claimed
 
     def look(self, held: Sequence[HeldLease]) -> LeaseWait:
         awaited: list[HeldLease] = []
         beyond: list[HeldLease] = []
-        take = tuple(x for x in held if x.dead and (x.thread_id, x.token) not in self.offered)
-        self.offered.update((x.thread_id, x.token) for x in take)
+        # offered until a claim of it is tried: one look may offer more than one claim takes
+        take = tuple(x for x in held if x.dead and (x.thread_id, x.token) not in self.tried)
         for lease in held:
             key = (lease.thread_id, lease.token)
             if lease in take:
-                continue  # offered once: a claim that fails leaves it to expire
+                continue
             first = self.first_seen.setdefault(key, lease.expires_at)
             if lease.expires_at > first:
                 continue  # renewed: a live worker drives it
@@ -84,3 +85,8 @@ class LeaseWatch:
             return LeaseWait(None, new, too_long)
         soonest = max(0.0, min(x.expires_in for x in awaited)) + MARGIN_S
         return LeaseWait(min(soonest, self.relook_s), new, too_long)
+
+    def claiming(self, lease: HeldLease) -> None:
+        """A claim of a dead owner's ``lease`` is tried now: whatever it gets, the lease is
+        not offered again (a claim that fails leaves it to expire, as any other)."""
+        self.tried.add((lease.thread_id, lease.token))
