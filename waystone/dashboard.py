@@ -184,10 +184,6 @@ def _seconds(value: float | None) -> float:
     return round(float(value or 0.0), 3)
 
 
-def _ms(value: float | None) -> float | None:
-    return None if value is None else round(float(value), 3)
-
-
 def _iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
 

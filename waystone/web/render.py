@@ -27,8 +27,13 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, default=str, sort_keys=True)
+def json_text(value: Any) -> str:
+    """A value as JSON text, keys sorted where they can be (a dict whose keys mix types
+    cannot be sorted: it is shown as given rather than failing the page)."""
+    try:
+        return json.dumps(value, default=str, sort_keys=True, ensure_ascii=False)
+    except TypeError:
+        return json.dumps(value, default=str, ensure_ascii=False)
 
 
 @cache
@@ -44,7 +49,7 @@ def environment() -> Environment:
         segment=lambda v: quote(str(v), safe=""),
         duration=duration,
         ms=_ms,
-        tojson_text=_json,
+        tojson_text=json_text,
         interrupts=shown_interrupts,
     )
     env.globals["csrf_field_name"] = CSRF_FIELD
