@@ -14,7 +14,7 @@ from urllib.parse import quote
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.responses import HTMLResponse
 
-from waystone.dashboard import duration, shown_interrupts
+from waystone.dashboard import duration, shown_interrupts, shown_node
 from waystone.web_security import CSRF_FIELD
 
 CSP = (
@@ -51,6 +51,7 @@ def environment() -> Environment:
         ms=_ms,
         tojson_text=json_text,
         interrupts=shown_interrupts,
+        node=shown_node,
     )
     env.globals["csrf_field_name"] = CSRF_FIELD
     return env
