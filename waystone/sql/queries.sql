@@ -731,10 +731,13 @@ WITH steps AS (
 -- task's gives its position in the parent's __pregel_tasks value, named by the
 -- send_* arrays ('(send)' when not). A node counts once per step however many of its
 -- tasks ran; a subgraph's nodes are under their parent node (the namespace's first part).
-timed AS (
+timed AS MATERIALIZED (  -- once per step, not per write of its tasks
     SELECT s.graph, split_part(s.checkpoint_ns, ':', 1) AS parent, s.thread_id,
            s.checkpoint_ns, s.checkpoint_id, s.parent_id, s.tasks_version, s.ended,
-           greatest(s.parent_ts, resumed.at) AS started
+           greatest(
+               extract(epoch FROM s.ended - greatest(s.parent_ts, resumed.at))::float8 * 1000.0,
+               0.0
+           ) AS ms
     FROM steps s
     LEFT JOIN LATERAL (
         SELECT e.created_at AS at
@@ -749,6 +752,7 @@ timed AS (
 ),
 ran AS (
     SELECT DISTINCT t.graph, t.parent, t.thread_id, t.checkpoint_ns, t.checkpoint_id, t.ended,
+           t.ms,
            coalesce(
                CASE WHEN starts_with(w.task_path, '~__pregel_pull, ')
                     THEN split_part(w.task_path, ', ', 2) END,
@@ -756,8 +760,7 @@ ran AS (
                CASE WHEN starts_with(w.task_path, '~__pregel_push, ')
                      AND split_part(w.task_path, ', ', 2) ~ '^[0-9]{1,18}$'
                     THEN '(send)' END
-           ) AS node,
-           greatest(extract(epoch FROM t.ended - t.started)::float8 * 1000.0, 0.0) AS ms
+           ) AS node
     FROM timed t
     JOIN public.checkpoint_writes w
       ON w.thread_id = t.thread_id
