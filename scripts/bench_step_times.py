@@ -86,8 +86,13 @@ def measure(url: str, runs: int, repeat: int) -> dict[str, Any]:
 
         with psycopg.connect(url) as conn:
             conn.execute("SET enable_seqscan = off")
+            none: list[str] = []
+            sends = dict.fromkeys(
+                ("send_threads", "send_namespaces", "send_versions", "send_nodes"), none
+            )
             plan = conn.execute(
-                "EXPLAIN " + query("step_times_of_thread"), {"thread_id": threads[0]}
+                "EXPLAIN " + query("step_times_of_thread"),
+                {"thread_id": threads[0], "send_positions": [], **sends},
             ).fetchall()
         return {
             "runs": runs,

@@ -18,20 +18,15 @@ transaction, so every view agrees on "now") as a JSON-serialisable dict:
 :func:`render` prints the same picture as rich tables.
 
 Step times are named by the nodes of the graph that ran, ``Send`` tasks under their own
-node (see :mod:`waystone._step_times`).
+node, a subgraph's nodes under their parent node (see :mod:`waystone._step_times`).
 """
 
 from __future__ import annotations
 
-import functools
 import json
-import logging
-from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.serde.base import SerializerProtocol
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -43,8 +38,6 @@ from waystone._status import shown_reason
 
 if TYPE_CHECKING:
     from waystone.runtime import Runtime
-
-logger = logging.getLogger(__name__)
 
 ACTIVE_STATES: Final[tuple[str, ...]] = ("queued", "running", "waiting", "needs-human")
 RETRY_KINDS: Final[dict[str, str]] = {
@@ -168,7 +161,7 @@ def snapshot(rt: Runtime, *, limit: int = 10) -> dict[str, Any]:
             "counts_by_state": _counts(conn),
             "active_runs": _active_runs(conn, limit),
             "retries_by_step": _retries(conn, limit),
-            "step_times": _step_times.read(conn, _serdes(rt)),
+            "step_times": _step_times.read(conn, rt.checkpoint_serde()),
             "pending_approvals": _pending_approvals(conn, limit),
             "pending_signals": _pending_signals(conn, limit),
             "pending_interrupts": _pending_interrupts(conn, limit),
@@ -182,10 +175,6 @@ def _fetch(conn: Conn, query: str, params: dict[str, Any] | None = None) -> list
 
 def _seconds(value: float | None) -> float:
     return round(float(value or 0.0), 3)
-
-
-def _ms(value: float | None) -> float | None:
-    return None if value is None else round(float(value), 3)
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -223,27 +212,10 @@ def _retries(conn: Conn, limit: int) -> list[dict[str, Any]]:
 
 def step_times(rt: Runtime, thread_id: str | None = None) -> list[dict[str, Any]]:
     """The step times of every run, or of one thread's runs (its page: read by the
-    thread's keys)."""
+    thread's keys). Outside a snapshot, a Send step saved between its two statements is
+    counted unnamed once, which a page read again shows named."""
     with rt.connection() as conn:
-        return _step_times.read(conn, _serdes(rt), thread_id)
-
-
-def _serdes(rt: Runtime) -> Callable[[str], SerializerProtocol | None]:
-    """Reads a graph's checkpoints as its saver does (sealed, its allowed types); None
-    for a graph this runtime does not drive."""
-
-    @functools.cache
-    def serde_of(graph: str) -> SerializerProtocol | None:
-        if graph not in rt.names():
-            return None
-        try:
-            saver = rt.graph(graph).checkpointer
-        except Exception as exc:  # a graph that cannot be built: its Sends go unnamed
-            logger.warning("cannot build the graph %r: %s", graph, exc)
-            return None
-        return saver.serde if isinstance(saver, BaseCheckpointSaver) else None
-
-    return serde_of
+        return _step_times.read(conn, rt.checkpoint_serde(), thread_id)
 
 
 def _pending_approvals(conn: Conn, limit: int) -> list[dict[str, Any]]:
@@ -301,6 +273,11 @@ def shown_interrupts(row: dict[str, Any]) -> str:
     return "; ".join(json.dumps(i.get("value"), default=str) for i in row["interrupts"])
 
 
+def shown_node(row: dict[str, Any]) -> str:
+    """A step time's node, under its parent node when it ran in a subgraph."""
+    return f"{row['parent']} › {row['node']}" if row.get("parent") else str(row["node"])
+
+
 def render(data: dict[str, Any], console: Console) -> None:
     """Print a :func:`snapshot` as rich tables, one per view."""
     counts = _table("Runs by state", "state", "runs")
@@ -326,8 +303,9 @@ def render(data: dict[str, Any], console: Console) -> None:
 
     times = _table("Step times (ms)", "graph", "node", "n", "mean", "p95")
     for r in data["step_times"]:
+        node = shown_node(r)
         times.add_row(
-            *_cells(r["graph"], r["node"], r["n"], _number(r["mean_ms"]), _number(r["p95_ms"]))
+            *_cells(r["graph"], node, r["n"], _number(r["mean_ms"]), _number(r["p95_ms"]))
         )
 
     approvals = _table("Pending approvals", "thread", "agent", "waiting", "tool", "reason")

@@ -28,6 +28,7 @@ from waystone._runs.lease_wait import HeldLease
 from waystone._runs.multitask import Multitask, pending_status
 from waystone._runs.options import RunOptions
 from waystone._runs.registry import Run
+from waystone._runs.signals import RESUME
 from waystone._runs.thread_edits import ThreadEdits
 from waystone._runs.threads import Thread, Threads
 from waystone._runs.views import Views
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     import logging
 
     from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.serde.base import SerializerProtocol
     from langgraph.graph.state import CompiledStateGraph
     from langgraph.runtime import RunControl
 
@@ -462,6 +464,12 @@ class Runtime:
         """The metadata each of the thread's runs was created with, by run id."""
         return run_options.metadata_of(self._parts, thread_id)
 
+    def answered_interrupts(self, thread_id: str) -> dict[str, str]:
+        """Who answered each of the thread's interrupts whose answer no run has taken up
+        yet (a ``resume`` signal not consumed), by interrupt id."""
+        pending = self._parts.signals.pending(thread_id)
+        return {s.dedupe_key: s.actor for s in pending if s.name == RESUME}
+
     def history(self, thread_id: str) -> dict[str, Any]:
         """Events, node checkpoints and effects of a run, in order."""
         return self._views.history(thread_id)
@@ -562,6 +570,11 @@ class Runtime:
         runtime's methods."""
         with self._parts.db.connection() as conn:
             yield conn
+
+    def checkpoint_serde(self) -> SerializerProtocol:
+        """How the runtime's saver reads checkpoint values (unsealed, its allowed types):
+        every graph it drives is compiled with that saver, so this reads any graph's."""
+        return self._parts.saver.serde
 
     def log_filter(self) -> logging.Filter:
         """A logging filter that replaces personal data in log records with tokens."""

@@ -537,6 +537,8 @@ def test_the_dashboard_page_shows_retries_step_times_and_signals_as_the_cli_dash
     reply = served.request("GET", "/", token=TOKEN)
     assert reply.status == 200, reply.body
     page = reply.body.decode()
+    for tag in ("table", "tbody"):  # every table the page opens is closed once
+        assert page.count(f"<{tag}") == page.count(f"</{tag}>"), tag
 
     assert data["retries_by_step"], data  # the injected faults were retried
     retries = _section(page, "retries")

@@ -54,10 +54,13 @@ def test_a_graphs_interrupt_is_shown_and_answered_with_resume(rt: Runtime) -> No
     assert pending["value"] == {"question": "which colour?"}
     assert rt.status(waiting.thread_id).interrupts == [pending]
 
+    assert rt.answered_interrupts(waiting.thread_id) == {}
     answered = rt.resume(waiting.thread_id, "blue", by="ana")
     assert answered.state == "waiting"  # a worker (or run) goes on with it
+    assert rt.answered_interrupts(waiting.thread_id) == {pending["id"]: "ana"}
     done = rt.run(waiting.thread_id)
     assert (done.state, done.interrupts) == ("done", [])
+    assert rt.answered_interrupts(waiting.thread_id) == {}  # the run took the answer
     values = rt.graph("ask").get_state(rt.config(waiting.thread_id)).values
     assert values == {"question": "which colour?", "answer": "blue", "steps": ["draft", "ask"]}
     kinds = [e["kind"] for e in rt.history(waiting.thread_id)["events"]]

@@ -12,8 +12,9 @@ import psycopg
 import pytest
 
 from tests.support.react_graphs import trip_agent
-from waystone import Runtime, Settings
-from waystone.dashboard import snapshot, step_times
+from waystone import Runtime, Settings, _step_times
+from waystone._step_times import UNKNOWN_SEND
+from waystone.dashboard import shown_node, snapshot, step_times
 from waystone.examples.provider import ProviderProcess
 from waystone.sql import query
 
@@ -33,6 +34,7 @@ def trip(database_url: str) -> Iterator[tuple[Runtime, str]]:
 
 def _nodes(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     assert {r["graph"] for r in rows} == {"trip"}, rows
+    assert {r["parent"] for r in rows} == {None}, rows
     return {r["node"]: r for r in rows}
 
 
@@ -62,39 +64,62 @@ def test_a_thread_of_another_graph_is_not_counted_in_a_runs_own(
     assert _nodes(step_times(rt, thread_id))["agent"]["n"] == 2
 
 
-def test_sends_of_a_graph_this_runtime_does_not_drive_are_counted_unnamed(
+def test_sends_of_a_graph_this_runtime_does_not_drive_are_named(
     trip: tuple[Runtime, str], database_url: str
 ) -> None:
+    """Every graph is checkpointed with the runtime saver, so its serde reads any graph's
+    Send packets: a server that does not drive the graph names them too."""
     _, thread_id = trip
     with Runtime(Settings(database_url=database_url), graphs={}) as bare:
         times = _nodes(step_times(bare, thread_id))
-    assert list(times) == ["agent", "(send)"]
-    assert times["(send)"]["n"] == 1
+    assert list(times) == ["agent", "tools"]
+    assert times["tools"]["n"] == 1
+
+
+def test_sends_beyond_the_packets_read_are_counted_unnamed(
+    trip: tuple[Runtime, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The packets read are bounded (the newest first): an older Send step goes unnamed."""
+    rt, thread_id = trip
+    newer = rt.invoke("trip", ASK)
+    rt.resume(newer.thread_id, {"ok": True})
+    assert rt.run(newer.thread_id).state == "done"
+    monkeypatch.setattr(_step_times, "SEND_PACKETS_READ", 1)
+
+    times = _nodes(snapshot(rt)["step_times"])
+
+    assert list(times) == ["agent", UNKNOWN_SEND, "tools"]  # in the order they first ran
+    assert (times["agent"]["n"], times["tools"]["n"], times[UNKNOWN_SEND]["n"]) == (4, 1, 1)
+    assert list(_nodes(step_times(rt, newer.thread_id))) == ["agent", "tools"]
+
+
+def _plan(sql: psycopg.Connection[Any], name: str, params: dict[str, Any]) -> str:
+    rows = sql.execute("EXPLAIN " + query(name), params).fetchall()
+    return "\n".join(row[0] for row in rows)
 
 
 def test_a_runs_step_times_are_read_by_index(
     trip: tuple[Runtime, str], sql: psycopg.Connection[Any]
 ) -> None:
     """With sequential scans priced out, the plan of one thread's step times and of its
-    Send packets uses no sequential scan: every table is reached by its keys."""
+    Send packets uses no sequential scan: every table is reached by its keys, the claim
+    that resumed a step by the index of such claims (not every event of the thread)."""
     _, thread_id = trip
-    version = sql.execute(
-        "SELECT version FROM checkpoint_blobs WHERE thread_id = %s AND channel = %s LIMIT 1",
-        (thread_id, "__pregel_tasks"),
-    ).fetchone()
-    assert version is not None
     sql.execute("SET enable_seqscan = off")
-    plans = [
-        sql.execute("EXPLAIN " + query("step_times_of_thread"), {"thread_id": thread_id}),
-        sql.execute(
-            "EXPLAIN " + query("send_targets"),
-            {"thread_ids": [thread_id], "namespaces": [""], "versions": [version[0]]},
-        ),
-    ]
-    for plan in plans:
-        text = "\n".join(row[0] for row in plan.fetchall())
-        assert "Seq Scan" not in text, text
-        assert "Index" in text, text
+    sends = {
+        "send_threads": [thread_id],
+        "send_namespaces": [""],
+        "send_versions": ["v"],
+        "send_positions": [0],
+        "send_nodes": ["tools"],
+    }
+    times = _plan(sql, "step_times_of_thread", {"thread_id": thread_id, **sends})
+    packets = _plan(sql, "send_packets_of_thread", {"thread_id": thread_id, "limit": 5})
+    for plan in (times, packets):
+        assert "Seq Scan" not in plan, plan
+        assert "Index" in plan, plan
+    assert "run_events_resumed_idx" in times, times
+    assert "run_events_thread_idx" not in times, times
 
 
 def test_sends_inside_a_checkpointed_subgraph_are_named(
@@ -112,8 +137,56 @@ def test_sends_inside_a_checkpointed_subgraph_are_named(
     with Runtime(Settings(database_url=database_url), graphs=graphs) as rt:
         done = rt.invoke("fanout", {"order_id": "o7"})
         assert done.state == "done"
-        times = {r["node"]: r for r in step_times(rt, done.thread_id)}
+        times = {(r["parent"], r["node"]): r for r in step_times(rt, done.thread_id)}
 
-    assert set(times) == {"intake", "plan", "branch", "tally", "refunds", "close"}
-    assert times["branch"]["n"] == 1  # four branches, one step
+    assert set(times) == {
+        (None, "intake"),
+        ("refunds", "plan"),
+        ("refunds", "branch"),
+        ("refunds", "tally"),
+        (None, "refunds"),
+        (None, "close"),
+    }
+    assert times["refunds", "branch"]["n"] == 1  # four branches, one step
     assert all(r["graph"] == "fanout" for r in times.values())
+
+
+def _supervisor() -> Any:
+    """A supervisor whose own ``agent`` node hands over to a ``create_react_agent`` (whose
+    node is called ``agent`` too), run as a subgraph under the node ``helper``."""
+    import warnings
+
+    from langchain_core.messages import AIMessage
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.prebuilt import create_react_agent
+    from langgraph.warnings import LangGraphDeprecatedSinceV10
+
+    from tests.support.chat_models import ConversationModel
+    from tests.support.react_graphs import lookup
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LangGraphDeprecatedSinceV10)
+        helper = create_react_agent(ConversationModel(responses=[AIMessage("done")]), [lookup])
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", lambda state: {"messages": [AIMessage("over to the helper")]})
+    builder.add_node("helper", helper)
+    builder.add_edge(START, "agent")
+    builder.add_edge("agent", "helper")
+    builder.add_edge("helper", END)
+    return builder
+
+
+def test_a_subgraphs_nodes_are_not_merged_with_the_parents_of_the_same_name(
+    database_url: str,
+) -> None:
+    with Runtime(Settings(database_url=database_url), graphs={"boss": _supervisor()}) as rt:
+        done = rt.invoke("boss", ASK)
+        assert done.state == "done"
+        rows = snapshot(rt)["step_times"]
+
+    assert [(r["parent"], r["node"], r["n"]) for r in rows] == [
+        (None, "agent", 1),
+        ("helper", "agent", 1),
+        (None, "helper", 1),
+    ]
+    assert [shown_node(r) for r in rows] == ["agent", "helper › agent", "helper"]

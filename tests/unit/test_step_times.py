@@ -1,66 +1,42 @@
-"""The step times' arithmetic: nodes named, a node counted once per step, percentiles as
-Postgres' ``percentile_cont``."""
+"""The Send packets a step's tasks came from, named by node and position; a value that
+cannot be read goes unnamed."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import pytest
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.types import Send
 
-from waystone._step_times import UNKNOWN_SEND, percentile, send_nodes, summarize
-
-V = "0003.0.1"
+from waystone._step_times import send_nodes, send_targets
 
 
-def _row(step: str, ms: float, node: str | None = None, send: int | None = None) -> dict[str, Any]:
-    return {
-        "graph": "g",
-        "thread_id": "t",
-        "checkpoint_ns": "",
-        "checkpoint_id": step,
-        "ms": ms,
-        "node": node,
-        "send_index": send,
-        "tasks_version": V if send is not None else None,
-    }
+def _row(version: str, value: object, serde: JsonPlusSerializer) -> dict[str, object]:
+    kind, blob = serde.dumps_typed(value)
+    return {"thread_id": "t", "checkpoint_ns": "", "version": version, "type": kind, "blob": blob}
 
 
-def test_send_tasks_are_named_by_their_packets_and_counted_once_per_step() -> None:
+def test_each_send_is_named_by_its_position() -> None:
+    serde = JsonPlusSerializer()
     rows = [
-        _row("1", 2.0, node="__start__"),
-        _row("2", 4.0, node="agent"),
-        _row("3", 10.0, send=0),
-        _row("3", 10.0, send=1),
-        _row("3", 10.0, send=2),
-        _row("4", 6.0, node="agent"),
+        _row("3", [Send("tools", {"a": 1}), Send("tools", {"a": 2}), Send("notify", None)], serde),
+        _row("5", ["not a send", Send("tally", 1)], serde),
     ]
-    targets = {("t", "", V): ["tools", "tools", "notify"]}
 
-    times = summarize(rows, targets)
-
-    assert [(r["graph"], r["node"], r["n"]) for r in times] == [
-        ("g", "agent", 2),
-        ("g", "tools", 1),
-        ("g", "notify", 1),
+    assert send_targets(serde, rows) == [
+        ("t", "", "3", 0, "tools"),
+        ("t", "", "3", 1, "tools"),
+        ("t", "", "3", 2, "notify"),
+        ("t", "", "5", 1, "tally"),
     ]
-    assert times[0]["mean_ms"] == 5.0 and times[0]["p95_ms"] == pytest.approx(5.9)
 
 
-def test_a_send_whose_packets_are_unread_is_counted_unnamed() -> None:
-    times = summarize([_row("3", 1.0, send=0), _row("3", 1.0, send=5)], {("t", "", V): ["x"]})
-    assert [(r["node"], r["n"]) for r in times] == [("x", 1), (UNKNOWN_SEND, 1)]
-    assert summarize([_row("3", 1.0, send=0)], {})[0]["node"] == UNKNOWN_SEND
+def test_a_value_that_cannot_be_read_goes_unnamed() -> None:
+    serde = JsonPlusSerializer()
+    unreadable = {"thread_id": "t", "checkpoint_ns": "", "version": "4", "type": "msgpack"}
+    rows = [{**unreadable, "blob": b"\xc1"}, _row("6", [Send("b", 1)], serde)]
+
+    assert send_targets(serde, rows) == [("t", "", "6", 0, "b")]
 
 
 def test_send_nodes_of_a_tasks_value() -> None:
     assert send_nodes([Send("a", {}), "not a send", Send("b", 1)]) == ["a", None, "b"]
     assert send_nodes(None) == []
-
-
-def test_percentile_interpolates_as_postgres() -> None:
-    assert percentile([1.0], 0.95) == 1.0
-    assert percentile([1.0, 2.0, 3.0, 4.0, 5.0], 0.95) == pytest.approx(4.8)
-    assert percentile([5.0, 1.0], 0.5) == 3.0
-    with pytest.raises(ValueError):
-        percentile([], 0.5)

@@ -744,26 +744,41 @@ WHERE key = %(key)s AND expires_at > clock_timestamp();
 DELETE FROM waystone.web_sessions WHERE key = %(key)s;
 
 -- name: step_times
--- The timed steps of every run (see waystone._step_times), for the dashboard.
+-- Each node's steps, mean and p95 (ms), every run's, for the dashboard (see
+-- waystone._step_times).
 WITH steps AS (
-    SELECT r.agent AS graph, c.thread_id, c.checkpoint_ns, c.checkpoint_id,
-           p.checkpoint_id AS parent_id,
-           p.checkpoint -> 'channel_versions' ->> '__pregel_tasks' AS tasks_version,
-           (p.checkpoint ->> 'ts')::timestamptz AS parent_ts,
-           (c.checkpoint ->> 'ts')::timestamptz AS ended
-    FROM public.checkpoints c
-    JOIN waystone.runs r ON r.thread_id = c.thread_id
-    JOIN public.checkpoints p
-      ON p.thread_id = c.thread_id
-     AND p.checkpoint_ns = c.checkpoint_ns
-     AND p.checkpoint_id = c.parent_checkpoint_id
+-- include: loop_steps
     WHERE c.metadata ->> 'source' = 'loop'
 ),
 -- include: timed_steps
 
 -- name: step_times_of_thread
--- The timed steps of one thread's runs, by its keys only (a run's page).
+-- Each node's steps, mean and p95 (ms), one thread's, by its keys only (a run's page).
 WITH steps AS (
+-- include: loop_steps
+    WHERE c.thread_id = %(thread_id)s AND c.metadata ->> 'source' = 'loop'
+),
+-- include: timed_steps
+
+-- name: send_packets
+-- The Send packets every run's steps ran, newest first (see waystone._step_times).
+WITH steps AS (
+-- include: loop_steps
+    WHERE c.metadata ->> 'source' = 'loop'
+),
+-- include: packets_of_steps
+
+-- name: send_packets_of_thread
+-- The Send packets one thread's steps ran, newest first, by its keys only.
+WITH steps AS (
+-- include: loop_steps
+    WHERE c.thread_id = %(thread_id)s AND c.metadata ->> 'source' = 'loop'
+),
+-- include: packets_of_steps
+
+-- name: loop_steps
+-- Part of step_times and send_packets: a step's checkpoint (filtered by the includer) with
+-- its parent, the checkpoint it started from (its tasks saved their writes under it).
     SELECT r.agent AS graph, c.thread_id, c.checkpoint_ns, c.checkpoint_id,
            p.checkpoint_id AS parent_id,
            p.checkpoint -> 'channel_versions' ->> '__pregel_tasks' AS tasks_version,
@@ -775,67 +790,93 @@ WITH steps AS (
       ON p.thread_id = c.thread_id
      AND p.checkpoint_ns = c.checkpoint_ns
      AND p.checkpoint_id = c.parent_checkpoint_id
-    WHERE c.thread_id = %(thread_id)s AND c.metadata ->> 'source' = 'loop'
-),
--- include: timed_steps
 
 -- name: timed_steps
--- Part of step_times: one row per step and task that saved writes in it. A step took from
--- its parent checkpoint (or the later claim that resumed it: waiting is not work) to its
--- own; its tasks saved their writes under the parent. A pulled task's path names its
--- node; a Send task's gives its index in the parent's __pregel_tasks (node NULL).
-timed AS (
-    SELECT s.graph, s.thread_id, s.checkpoint_ns, s.checkpoint_id, s.parent_id,
-           s.tasks_version, s.ended,
+-- Part of step_times. A step took from its parent checkpoint (or the later claim that
+-- resumed it: waiting is not work) to its own. A pulled task's path names its node; a Send
+-- task's gives its position in the parent's __pregel_tasks value, named by the
+-- send_* arrays ('(send)' when not). A node counts once per step however many of its
+-- tasks ran; a subgraph's nodes are under their parent node (the namespace's first part).
+timed AS MATERIALIZED (  -- once per step, not per write of its tasks
+    SELECT s.graph, split_part(s.checkpoint_ns, ':', 1) AS parent, s.thread_id,
+           s.checkpoint_ns, s.checkpoint_id, s.parent_id, s.tasks_version, s.ended,
            greatest(
-               s.parent_ts,
-               (SELECT max(e.created_at)
-                FROM waystone.run_events e
-                WHERE e.thread_id = s.thread_id
-                  AND ((e.kind = 'transition' AND e.to_state = 'running')
-                       OR e.kind = 'lease-takeover')
-                  AND e.created_at > s.parent_ts
-                  AND e.created_at < s.ended)
-           ) AS started
+               extract(epoch FROM s.ended - greatest(s.parent_ts, resumed.at))::float8 * 1000.0,
+               0.0
+           ) AS ms
     FROM steps s
+    LEFT JOIN LATERAL (
+        SELECT e.created_at AS at
+        FROM waystone.run_events e
+        WHERE e.thread_id = s.thread_id
+          AND ((e.kind = 'transition' AND e.to_state = 'running') OR e.kind = 'lease-takeover')
+          AND e.created_at > s.parent_ts
+          AND e.created_at < s.ended
+        ORDER BY e.created_at DESC
+        LIMIT 1
+    ) resumed ON true
 ),
-tasks AS (
-    SELECT DISTINCT t.graph, t.thread_id, t.checkpoint_ns, t.checkpoint_id, t.ended,
-           w.task_path,
-           CASE WHEN starts_with(w.task_path, '~__pregel_push, ') THEN t.tasks_version END
-               AS tasks_version,
-           greatest(extract(epoch FROM t.ended - t.started)::float8 * 1000.0, 0.0) AS ms
+ran AS (
+    SELECT DISTINCT t.graph, t.parent, t.thread_id, t.checkpoint_ns, t.checkpoint_id, t.ended,
+           t.ms,
+           coalesce(
+               CASE WHEN starts_with(w.task_path, '~__pregel_pull, ')
+                    THEN split_part(w.task_path, ', ', 2) END,
+               k.node,
+               CASE WHEN starts_with(w.task_path, '~__pregel_push, ')
+                     AND split_part(w.task_path, ', ', 2) ~ '^[0-9]{1,18}$'
+                    THEN '(send)' END
+           ) AS node
     FROM timed t
     JOIN public.checkpoint_writes w
       ON w.thread_id = t.thread_id
      AND w.checkpoint_ns = t.checkpoint_ns
      AND w.checkpoint_id = t.parent_id
+    LEFT JOIN unnest(%(send_threads)s::text[], %(send_namespaces)s::text[],
+                     %(send_versions)s::text[], %(send_positions)s::bigint[],
+                     %(send_nodes)s::text[])
+              AS k (thread_id, checkpoint_ns, version, position, node)
+      ON starts_with(w.task_path, '~__pregel_push, ')
+     AND k.thread_id = t.thread_id
+     AND k.checkpoint_ns = t.checkpoint_ns
+     AND k.version = t.tasks_version
+     AND k.position = CASE WHEN split_part(w.task_path, ', ', 2) ~ '^[0-9]{1,18}$'
+                           THEN split_part(w.task_path, ', ', 2)::bigint END
 )
-SELECT graph, thread_id, checkpoint_ns, checkpoint_id, ended, ms, tasks_version,
-       CASE WHEN starts_with(task_path, '~__pregel_pull, ')
-            THEN split_part(task_path, ', ', 2) END AS node,
-       CASE WHEN starts_with(task_path, '~__pregel_push, ')
-             AND split_part(task_path, ', ', 2) ~ '^[0-9]{1,18}$'
-            THEN split_part(task_path, ', ', 2)::bigint END AS send_index
-FROM tasks
-ORDER BY ended, checkpoint_id;
+SELECT graph, nullif(parent, '') AS parent, node,
+       count(*)::bigint AS n,
+       avg(ms)::float8 AS mean_ms,
+       percentile_cont(0.95) WITHIN GROUP (ORDER BY ms)::float8 AS p95_ms
+FROM ran
+WHERE node <> '' AND NOT starts_with(node, '__')
+GROUP BY graph, parent, node
+ORDER BY graph, min(ended), parent, node;
 
--- name: send_targets
--- The Send packets a step's tasks came from: the __pregel_tasks value at each
--- (thread, namespace, version) given, by the blobs' keys.
+-- name: packets_of_steps
+-- Part of send_packets: the __pregel_tasks values the steps that ran Send tasks started
+-- from, each once, the most recently used first, at most the limit given (a Send task
+-- beyond them goes unnamed).
+packets AS (
+    SELECT s.thread_id, s.checkpoint_ns, s.tasks_version AS version, max(s.ended) AS used
+    FROM steps s
+    WHERE s.tasks_version IS NOT NULL
+      AND EXISTS (SELECT 1 FROM public.checkpoint_writes w
+                  WHERE w.thread_id = s.thread_id
+                    AND w.checkpoint_ns = s.checkpoint_ns
+                    AND w.checkpoint_id = s.parent_id
+                    AND starts_with(w.task_path, '~__pregel_push, '))
+    GROUP BY s.thread_id, s.checkpoint_ns, s.tasks_version
+)
 SELECT b.thread_id, b.checkpoint_ns, b.version, b.type, b.blob
-FROM public.checkpoint_blobs b
-JOIN unnest(%(thread_ids)s::text[], %(namespaces)s::text[], %(versions)s::text[])
-     AS k (thread_id, checkpoint_ns, version)
-  ON b.thread_id = k.thread_id AND b.checkpoint_ns = k.checkpoint_ns
- AND b.channel = '__pregel_tasks' AND b.version = k.version;
-
--- name: answered_interrupts
--- The interrupts of a thread answered (`resume` signals) that no run has taken yet.
-SELECT dedupe_key AS interrupt_id, actor
-FROM waystone.signals
-WHERE thread_id = %(thread_id)s AND name = 'resume' AND consumed_at IS NULL
-ORDER BY id;
+FROM packets k
+JOIN public.checkpoint_blobs b
+  ON b.thread_id = k.thread_id
+ AND b.checkpoint_ns = k.checkpoint_ns
+ AND b.channel = '__pregel_tasks'
+ AND b.version = k.version
+WHERE b.type <> 'empty'
+ORDER BY k.used DESC, b.thread_id, b.checkpoint_ns, b.version
+LIMIT %(limit)s;
 
 -- name: graph_position
 -- What a run's latest checkpoint (or %(checkpoint_id)s) says about the nodes that run next

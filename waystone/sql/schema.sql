@@ -77,6 +77,10 @@ CREATE TABLE waystone.run_events (
 );
 
 CREATE INDEX run_events_thread_idx ON waystone.run_events (thread_id, id);
+-- The claims that resumed a run, by time: where a step's time starts (queries.sql's
+-- timed_steps) when a claim came inside the step.
+CREATE INDEX run_events_resumed_idx ON waystone.run_events (thread_id, created_at)
+    WHERE (kind = 'transition' AND to_state = 'running') OR kind = 'lease-takeover';
 
 -- The state machine, enforced by Postgres: a state change that is not in
 -- allowed_transitions is rejected (SQLSTATE WS409), and every accepted one is recorded

@@ -16,7 +16,6 @@ from starlette.routing import Route
 from waystone._json_input import parse_json_input
 from waystone.errors import BadInput
 from waystone.runtime import RunStatus
-from waystone.sql import query
 from waystone.web.calls import Call, Site, form_fields, route, text_field
 from waystone.web.conversation import shown_messages
 from waystone.web.gate import NO_TOKEN, SESSION_COOKIE, TOKEN_ENV
@@ -87,7 +86,7 @@ def run_page(call: Call) -> Response:
         picture_note=note,
         messages=_messages(call, status),
         times=views.step_times(call.rt, thread_id),
-        answered=_answered(call, status),
+        answered=call.rt.answered_interrupts(status.thread_id) if status.interrupts else {},
     )
 
 
@@ -121,16 +120,6 @@ def _messages(call: Call, status: RunStatus) -> list[dict[str, Any]]:
         return []
     state = call.rt.graph(status.agent).get_state(call.rt.config(status.thread_id))
     return shown_messages(state.values.get("messages") if isinstance(state.values, dict) else None)
-
-
-def _answered(call: Call, status: RunStatus) -> dict[str, str]:
-    """Who answered each of the run's pending interrupts that no worker has taken up yet
-    (its form is not shown again)."""
-    if not status.interrupts:
-        return {}
-    with call.rt.connection() as conn:
-        rows = conn.execute(query("answered_interrupts"), {"thread_id": status.thread_id})
-        return {r["interrupt_id"]: r["actor"] for r in rows.fetchall()}
 
 
 def login_form(call: Call) -> Response:

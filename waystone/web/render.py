@@ -14,7 +14,7 @@ from urllib.parse import quote
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.responses import HTMLResponse
 
-from waystone.dashboard import duration, shown_interrupts
+from waystone.dashboard import duration, shown_interrupts, shown_node
 from waystone.web_security import CSRF_FIELD
 
 CSP = (
@@ -27,8 +27,13 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, default=str, sort_keys=True)
+def json_text(value: Any) -> str:
+    """A value as JSON text, keys sorted where they can be (a dict whose keys mix types
+    cannot be sorted: it is shown as given rather than failing the page)."""
+    try:
+        return json.dumps(value, default=str, sort_keys=True, ensure_ascii=False)
+    except TypeError:
+        return json.dumps(value, default=str, ensure_ascii=False)
 
 
 @cache
@@ -44,8 +49,9 @@ def environment() -> Environment:
         segment=lambda v: quote(str(v), safe=""),
         duration=duration,
         ms=_ms,
-        tojson_text=_json,
+        tojson_text=json_text,
         interrupts=shown_interrupts,
+        node=shown_node,
     )
     env.globals["csrf_field_name"] = CSRF_FIELD
     return env
