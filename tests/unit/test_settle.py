@@ -3,18 +3,21 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 from typing import Any
 
 import httpx
 import pytest
+from langchain_core.tools import tool
+from langgraph.errors import GraphBubbleUp
 
 from waystone._runs.registry import Run
 from waystone._runs.settle import check_receipt, refusal, settled_receipt
 from waystone.effects._kinds import ToolKind
 from waystone.effects._ledger import Effect
-from waystone.effects._tool_calls import LedgeredCall, answer_of
+from waystone.effects._tool_calls import LedgeredCall, _Carried, _Watched, answer_of
 from waystone.errors import (
     BadInput,
     PermanentError,
@@ -163,3 +166,35 @@ def test_any_other_error_is_a_known_failure_raised_on_as_the_tools_own() -> None
     )
     assert isinstance(call._failed(refused), PermanentError)
     assert call.raised == [mistake, refused]
+
+
+def _raising(error: Exception) -> Any:
+    @tool("book")
+    def book(order_id: str) -> str:
+        """Book the order."""
+        raise error
+
+    return book
+
+
+@pytest.mark.parametrize(
+    "error",
+    [httpx.ReadTimeout("timed out", request=REQUEST), httpx.ConnectError("no", request=REQUEST)],
+)
+def test_a_transport_error_is_carried_through_toolnode_to_the_ledger(error: Exception) -> None:
+    """Through the handler of ``handle_tool_errors``, which would tell the model."""
+    watched = _Watched(_raising(error))
+    assert watched.name == "book"
+    with pytest.raises(GraphBubbleUp) as sync:
+        watched.invoke({"order_id": "7001"})
+    with pytest.raises(GraphBubbleUp) as in_async:
+        asyncio.run(watched.ainvoke({"order_id": "7001"}))
+    for carried in (sync.value, in_async.value):
+        assert isinstance(carried, _Carried) and carried.error is error
+
+
+def test_any_other_error_of_the_tool_goes_to_toolnode_as_it_was() -> None:
+    mistake = ValueError("no such order")
+    with pytest.raises(ValueError) as raised:
+        _Watched(_raising(mistake)).invoke({"order_id": "7001"})
+    assert raised.value is mistake

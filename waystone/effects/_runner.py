@@ -152,7 +152,11 @@ class EffectRunner:
         to ``settle_s`` late. Returns the next step, or the result when a person must look."""
         found = self._lookup_once(key, args, tool)
         if found is _UNREACHABLE:
-            reason = f"cannot reach {tool.name}'s provider to reconcile {key}"
+            reason = (
+                f"cannot reach {tool.name}'s provider to reconcile {key}: once it answers, "
+                f"{requeue_command(thread_id)}; or check it yourself, then "
+                f"{settle_commands(thread_id, key)}"
+            )
             self.event("needs-human", reason, {"key": key})
             return EffectResult("needs-human", reason=reason), row
         if found is None and not tool.idempotent_by_key:
