@@ -91,7 +91,7 @@ def test_an_effect_settled_absent_is_made_again_under_its_key(
     assert first["client_ref"] == again["client_ref"] == key
     with psycopg.connect(database_url) as conn:
         row = conn.execute(
-            "SELECT status, attempts FROM waystone.effects WHERE key = %s", (key,)
+            "SELECT status, attempts, confirmation FROM waystone.effects WHERE key = %s", (key,)
         ).fetchone()
-    assert row == ("applied", 1)
+    assert row == ("applied", 1, None)  # made, and not read back: nobody confirmed it
     assert [r["id"] for r in _receipts(runtime, thread_id)] == [again["id"]]

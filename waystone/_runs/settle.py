@@ -106,7 +106,9 @@ def settle(
                 thread_id=thread_id,
                 status=status,
                 receipt=parts.protect(kept),
-                confirmation=parts.protect({"settled": status, "by": by, "reason": reason}),
+                confirmation=parts.protect(
+                    {"settled": status, "by": by, "reason": reason} if applied else None
+                ),
                 reason=parts.protect(f"{by} recorded {key} as {what}: {reason}"),
                 evidence=parts.protect(evidence),
                 actor=by,
