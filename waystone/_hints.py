@@ -17,3 +17,12 @@ def requeue_command(thread_id: str) -> str:
 
 def decide_commands(thread_id: str) -> str:
     return f"{command('approve', thread_id)} or {command('reject', thread_id, '--reason', 'why')}"
+
+
+def settle_commands(thread_id: str, key: str) -> str:
+    """What a person runs once they have checked the provider for the open effect ``key``:
+    record it made or not made, then requeue the run."""
+    why = "what the provider shows"
+    made = command("settle", thread_id, key, "--applied", "--reason", why)
+    absent = command("settle", thread_id, key, "--absent", "--reason", why)
+    return f"{made} if it was made, {absent} if not, then {requeue_command(thread_id)}"

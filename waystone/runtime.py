@@ -28,6 +28,7 @@ from waystone._runs.lease_wait import HeldLease
 from waystone._runs.multitask import Multitask, pending_status
 from waystone._runs.options import RunOptions
 from waystone._runs.registry import Run
+from waystone._runs.settle import settle
 from waystone._runs.signals import RESUME
 from waystone._runs.thread_edits import ThreadEdits
 from waystone._runs.threads import Thread, Threads
@@ -409,6 +410,32 @@ class Runtime:
     def requeue(self, thread_id: str, *, by: str, reason: str) -> RunStatus:
         """Put a ``failed`` or ``needs-human`` run back in the queue, saying who and why."""
         self._commands.requeue(thread_id, by, reason)
+        return self.status(thread_id)
+
+    def settle(
+        self,
+        thread_id: str,
+        key: str,
+        *,
+        applied: bool,
+        by: str,
+        reason: str,
+        receipt: dict[str, Any] | None = None,
+    ) -> RunStatus:
+        """Record what a person found at the provider for the open effect ``key`` of a
+        ``failed`` or ``needs-human`` run: ``applied=True``, the call was made (``receipt``:
+        what the provider shows), so it is not made again and its receipt is given back;
+        ``applied=False``, it was not, so it is made again under its key. The run stays
+        where it is: :meth:`requeue` it next."""
+        settle(
+            self._parts,
+            thread_id,
+            key,
+            applied=applied,
+            receipt=receipt,
+            by=by,
+            reason=reason,
+        )
         return self.status(thread_id)
 
     def approve(

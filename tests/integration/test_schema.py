@@ -161,7 +161,7 @@ def test_a_database_at_the_baseline_is_upgraded_to_what_a_fresh_one_has(
     sql.execute("INSERT INTO waystone_schema_version (version) VALUES (1)")
     db = Database.open(Settings(database_url=database_url))
     try:
-        assert migrate(db) == latest_version() == 17
+        assert migrate(db) == latest_version() == 18
     finally:
         db.close()
     assert [sorted(sql.execute(q).fetchall()) for q in queries] == fresh

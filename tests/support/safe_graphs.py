@@ -7,7 +7,8 @@ every booking. For the CLI and workers through ``WAYSTONE_GRAPHS`` (:data:`GRAPH
 ``Idempotency-Key`` per request: the provider books every request); Waystone calls it at
 most once. ``trip_keyed``: the same tool declared idempotent by key with
 ``durable_tool``, sending the ledger's key; made exactly once. ``trip_handled``: ``trip`` whose
-``ToolNode`` hands every error to the model.
+``ToolNode`` hands every error to the model. ``trip_hasty``: ``trip_handled`` whose booking
+gives up waiting for the provider's answer after :data:`HASTY_TIMEOUT_S` (a read timeout).
 """
 
 from __future__ import annotations
@@ -30,9 +31,11 @@ from tests.support.chat_models import ConversationModel
 
 # WAYSTONE_GRAPHS for a test's processes
 GRAPHS = ",".join(
-    f"{name}=tests.support.safe_graphs:{name}" for name in ("trip", "trip_keyed", "trip_handled")
+    f"{name}=tests.support.safe_graphs:{name}"
+    for name in ("trip", "trip_keyed", "trip_handled", "trip_hasty")
 )
 ORDER = {"order_id": "7001", "amount": "40.00"}
+HASTY_TIMEOUT_S = 1.0
 
 
 def payments_url() -> str:
@@ -70,7 +73,7 @@ def quote(order_id: str) -> str:
     return f"{len(found.json())} booking(s) so far for {order_id}"
 
 
-def _book(order_id: str, amount: str, key: str) -> str:
+def _book(order_id: str, amount: str, key: str, timeout_s: float = 60) -> str:
     approved = interrupt({"approve": "book", "order_id": order_id, "amount": amount})
     if approved != "yes":
         return "not booked"
@@ -78,7 +81,7 @@ def _book(order_id: str, amount: str, key: str) -> str:
         f"{payments_url()}/refunds",
         json={"order_id": order_id, "amount": amount, "currency": "EUR"},
         headers={"Idempotency-Key": key},
-        timeout=60,
+        timeout=timeout_s,
     )
     made.raise_for_status()
     return f"booked {made.json()['id']}"
@@ -94,6 +97,12 @@ def book(order_id: str, amount: str) -> str:
 def book_keyed(order_id: str, amount: str, key: Annotated[str, InjectedToolArg]) -> str:
     """Book the order, once a person approves."""
     return _book(order_id, amount, key=key)
+
+
+@tool("book")
+def book_hasty(order_id: str, amount: str) -> str:
+    """Book the order, once a person approves."""
+    return _book(order_id, amount, key=f"naive-{uuid.uuid4()}", timeout_s=HASTY_TIMEOUT_S)
 
 
 def _agent(tools: list[BaseTool] | ToolNode) -> Any:
@@ -124,4 +133,10 @@ def trip_handled() -> Any:
     """The undeclared agent with a ``ToolNode`` that turns every error into a message for
     the model (``handle_tool_errors=True``)."""
     tools = [waystone.durable_tool(quote, read_only=True), book]
+    return _agent(ToolNode(tools, handle_tool_errors=True))
+
+
+def trip_hasty() -> Any:
+    """``trip_handled`` whose booking times out waiting for the provider's answer."""
+    tools = [waystone.durable_tool(quote, read_only=True), book_hasty]
     return _agent(ToolNode(tools, handle_tool_errors=True))

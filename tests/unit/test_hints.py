@@ -15,7 +15,7 @@ import typer
 import typer.main
 
 from tests.conftest import ROOT
-from waystone._hints import command, decide_commands, requeue_command
+from waystone._hints import command, decide_commands, requeue_command, settle_commands
 from waystone.cli import app
 
 try:  # typer vendors click from 0.2x on, and its parser raises that click's errors
@@ -103,7 +103,12 @@ def test_the_cli_hints_name_commands_that_parse_as_printed() -> None:
 
 @pytest.mark.parametrize(
     "hints",
-    [requeue_command(SAMPLE), decide_commands(SAMPLE), requeue_command("my run; rm x")],
+    [
+        requeue_command(SAMPLE),
+        decide_commands(SAMPLE),
+        requeue_command("my run; rm x"),
+        settle_commands(SAMPLE, SAMPLE),
+    ],
 )
 def test_the_built_hints_parse_with_their_thread_id(hints: str) -> None:
     for found in IN_BACKTICKS.finditer(hints):

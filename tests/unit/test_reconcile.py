@@ -20,6 +20,8 @@ from waystone.effects._reconcile import Step, after_lookup, next_step
         ("unknown", False, False, Step.NEEDS_HUMAN),
         ("interrupted", False, False, Step.APPLY),  # raised interrupt(): made again
         ("interrupted", True, True, Step.APPLY),
+        ("absent", False, False, Step.APPLY),  # a person found no trace: made again
+        ("absent", True, False, Step.APPLY),
     ],
 )
 def test_reconciliation_table(

@@ -1,5 +1,5 @@
 """The commands on runs: start, resume, run, status, list, history, approve, reject,
-requeue, fork, erase, cancel, signal."""
+requeue, settle, fork, erase, cancel, signal."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from waystone._hints import requeue_command
 from waystone.cli.app import (
     ByOpt,
     DbOpt,
@@ -211,6 +212,46 @@ def requeue(
         with open_runtime(database_url) as rt:
             result = rt.requeue(thread_id, by=actor(by), reason=reason)
         emit(as_json, result.to_dict(), lambda: render_status(result))
+
+    guard(body)
+
+
+@app.command()
+def settle(
+    thread_id: ThreadArg,
+    key: Annotated[str, typer.Argument(help="The effect's key (status and history show it).")],
+    reason: Annotated[str, typer.Option("--reason", help="What the provider shows.")],
+    applied: Annotated[
+        bool, typer.Option("--applied", help="The provider shows the call made.")
+    ] = False,
+    absent: Annotated[
+        bool, typer.Option("--absent", help="The provider shows no such call.")
+    ] = False,
+    receipt: Annotated[
+        str | None,
+        typer.Option("--receipt", help="With --applied: what the provider shows, as JSON."),
+    ] = None,
+    by: ByOpt = None,
+    as_json: JsonOpt = False,
+    database_url: DbOpt = None,
+) -> None:
+    """Record what you found at the provider for an open call of a failed or needs-human
+    run: --applied (not made again) or --absent (made again under its key); then requeue."""
+
+    def body() -> None:
+        if applied == absent:
+            raise BadInput("settle needs one of --applied (it was made) or --absent (it was not)")
+        given = parse_json(receipt, "--receipt") if receipt is not None else None
+        with open_runtime(database_url) as rt:
+            result = rt.settle(
+                thread_id, key, applied=applied, receipt=given, by=actor(by), reason=reason
+            )
+
+        def render() -> None:
+            render_status(result)
+            out.print(f"recorded; next: {requeue_command(thread_id)}")
+
+        emit(as_json, result.to_dict(), render)
 
     guard(body)
 

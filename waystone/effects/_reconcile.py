@@ -8,7 +8,9 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-LedgerStatus = Literal["intent", "applied", "confirmed", "failed", "unknown", "interrupted"]
+LedgerStatus = Literal[
+    "intent", "applied", "confirmed", "failed", "unknown", "interrupted", "absent"
+]
 
 
 class Step(StrEnum):
@@ -34,12 +36,15 @@ def next_step(status: LedgerStatus | None, *, has_lookup: bool, dedupes: bool) -
     intent/unknown, neither       needs-human
     failed                        failed
     interrupted                   apply (same key)
+    absent (a person settled it)  apply (same key)
     ============================  =====================
 
     An interrupted call raised ``interrupt()`` before it finished: its node runs again
-    from its start on resume, and the call is made again, as LangGraph makes it.
+    from its start on resume, and the call is made again, as LangGraph makes it. An
+    absent one was settled by a person who found no trace of it at the provider: the
+    lookup-says-absent row, with the person as the lookup.
     """
-    if status is None or status == "interrupted":
+    if status is None or status in ("interrupted", "absent"):
         return Step.APPLY
     if status == "confirmed":
         return Step.REUSE

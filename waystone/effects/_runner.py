@@ -18,7 +18,7 @@ from typing import Any, Literal
 from langgraph.errors import GraphBubbleUp
 
 from waystone._crash import crash_point
-from waystone._hints import requeue_command
+from waystone._hints import requeue_command, settle_commands
 from waystone.effects import deadline
 from waystone.effects._ledger import Effect, Ledger, Note
 from waystone.effects._reconcile import Step, after_lookup, next_step
@@ -135,7 +135,7 @@ class EffectRunner:
         called = f"{tool.name} (key {key}" + (f", tool call {call})" if call else ")")
         reason = (
             f"the outcome of {called} is unknown and the tool has neither a lookup nor key "
-            f"deduplication: check the provider, then {requeue_command(thread_id)}"
+            f"deduplication: check the provider, then {settle_commands(thread_id, key)}"
         )
         evidence = {"key": key, "tool": tool.name, "args": action["args"]}
         if call:
@@ -152,7 +152,11 @@ class EffectRunner:
         to ``settle_s`` late. Returns the next step, or the result when a person must look."""
         found = self._lookup_once(key, args, tool)
         if found is _UNREACHABLE:
-            reason = f"cannot reach {tool.name}'s provider to reconcile {key}"
+            reason = (
+                f"cannot reach {tool.name}'s provider to reconcile {key}: once it answers, "
+                f"{requeue_command(thread_id)}; or check it yourself, then "
+                f"{settle_commands(thread_id, key)}"
+            )
             self.event("needs-human", reason, {"key": key})
             return EffectResult("needs-human", reason=reason), row
         if found is None and not tool.idempotent_by_key:
@@ -160,7 +164,7 @@ class EffectRunner:
                 reason = (
                     f"{tool.name} (key {key}) may still be in flight: the lookup finds nothing, "
                     "the provider does not deduplicate and does not refuse late requests; "
-                    f"check the provider, then {requeue_command(thread_id)}"
+                    f"check the provider, then {settle_commands(thread_id, key)}"
                 )
                 self.event("needs-human", reason, {"key": key, "tool": tool.name})
                 return EffectResult("needs-human", reason=reason), row

@@ -1,9 +1,12 @@
 """One tool call of a routed ``ToolNode`` through the effect ledger, keyed by the model's
 tool call id (:mod:`waystone.effects._tool_node`).
 
-A tool that declares nothing is called at most once: an error it raises is a known
-outcome, recorded ``failed`` and raised on as it was; an idempotent one (MCP
-``idempotentHint``) is made again under the same key after a crash or a transport error.
+A tool that declares nothing is called at most once; an idempotent one (MCP
+``idempotentHint``) is made again under the same key after a crash. For either, a
+transport error is read for what it means (:mod:`waystone.effects._transport`): nothing
+sent, retried under the key; maybe landed (a read timeout), an unknown outcome, reconciled
+(for an at-most-once tool: ``needs-human``, never a second call, never an error shown to
+the model); any other error is a known outcome, recorded ``failed`` and raised on as it was.
 What the ledger keeps of a result (its message, or its ``Command``) is given back when the
 node runs again.
 """
@@ -12,7 +15,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.load import dumpd, load
 from langchain_core.messages import ToolMessage
@@ -28,6 +31,7 @@ from waystone.effects.tools import Receipt
 from waystone.errors import PermanentError, TransientError, UnknownOutcome
 
 if TYPE_CHECKING:
+    from langchain_core.tools import BaseTool
     from langgraph.prebuilt.tool_node import ToolCallRequest
 
 Execute = Callable[["ToolCallRequest"], Any]
@@ -48,14 +52,21 @@ class LedgeredCall:
         self.raised: list[Exception] = []  # what it raised, when it was called here
 
     def _failed(self, exc: Exception) -> Exception:
-        """What the runner records for an error the call raised: a known outcome, failed,
-        for a tool that declares nothing; for an idempotent one, a transport error is
-        retried (or reconciled) under the key."""
-        kind = classify_transport(exc) if self.dedupes else None
+        """What the runner records for an error the call raised: a transport error as what
+        it means (retried or reconciled under the key); any other, a known failure."""
+        kind = classify_transport(exc)
         if kind in (TransientError, UnknownOutcome):
             return kind(f"{self.name}: {type(exc).__name__}: {exc}")
         self.raised.append(exc)
         return PermanentError(f"{self.name} raised {type(exc).__name__}: {exc}")
+
+    def _watched(self) -> ToolCallRequest:
+        """The request with its tool watched for transport errors (see :class:`_Watched`)."""
+        tool = self.request.tool
+        if tool is None:
+            return self.request
+        watched = cast("BaseTool", _Watched(tool))  # ToolNode only invokes it, or reads it
+        return self.request.override(tool=watched)
 
     def _spec(self, apply: Callable[[dict[str, Any]], Any]) -> EffectSpec:
         tool = self.request.tool
@@ -71,7 +82,9 @@ class LedgeredCall:
     def call(self, execute: Execute) -> Any:
         def apply(given: dict[str, Any]) -> Any:
             try:
-                out = execute(self.request)
+                out = execute(self._watched())
+            except _Carried as carried:
+                raise self._failed(carried.error) from carried.error
             except GraphBubbleUp:
                 raise
             except Exception as exc:
@@ -91,7 +104,9 @@ class LedgeredCall:
     async def acall(self, execute: AExecute) -> Any:
         async def apply(given: dict[str, Any]) -> Any:
             try:
-                out = await execute(self.request)
+                out = await execute(self._watched())
+            except _Carried as carried:
+                raise self._failed(carried.error) from carried.error
             except GraphBubbleUp:
                 raise
             except Exception as exc:
@@ -143,13 +158,66 @@ class LedgeredCall:
                 tool_call_id=str(self.tool_call.get("id") or ""),
             )
         return ToolMessage(
-            content=(
-                f"{self.name} was called for this tool call already and returned a "
-                f"{receipt.get('type', 'result')}; it is not called again"
-            ),
+            content=answer_of(self.name, receipt),
             name=self.name,
             tool_call_id=str(self.tool_call.get("id") or ""),
         )
+
+
+def answer_of(name: str, receipt: Receipt) -> str:
+    """What the model is told of a call made already whose receipt keeps no message: who
+    recorded it made, for one a person settled; the provider's receipt, for one given;
+    else what the tool returned, by type."""
+    if "settled_by" in receipt:
+        return f"{name} was made, as recorded by {receipt['settled_by']}: {receipt.get('reason')}"
+    if receipt.get("kept") is False:
+        return (
+            f"{name} was called for this tool call already and returned a "
+            f"{receipt.get('type', 'result')}; it is not called again"
+        )
+    return f"{name} was made for this tool call; the provider shows: {canonical_json(receipt)}"
+
+
+class _Carried(GraphBubbleUp):
+    """A transport error of a tool, carried through ``ToolNode``, which re-raises
+    LangGraph's control-flow exceptions and may turn any other into a message for the
+    model (``handle_tool_errors``): the ledger reads it for what it means instead."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _carried(exc: Exception) -> Exception:
+    kind = classify_transport(exc)
+    return _Carried(exc) if kind in (TransientError, UnknownOutcome) else exc
+
+
+class _Watched:
+    """A tool as ``ToolNode`` invokes it, whose transport errors are :class:`_Carried`;
+    anything else is the tool's."""
+
+    def __init__(self, tool: BaseTool) -> None:
+        self._tool = tool
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tool, name)
+
+    def invoke(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return self._tool.invoke(*args, **kwargs)
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:
+            raise _carried(exc) from exc.__cause__
+
+    async def ainvoke(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await self._tool.ainvoke(*args, **kwargs)
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:
+            raise _carried(exc) from exc.__cause__
 
 
 def receipt_of(name: str, output: Any) -> Receipt:

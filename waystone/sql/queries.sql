@@ -528,7 +528,8 @@ WITH counted AS (
     VALUES (%(key)s, %(thread_id)s, %(ordinal)s, %(tool)s, %(args)s, 'intent', 1)
     ON CONFLICT (key) DO UPDATE
     SET attempts = waystone.effects.attempts + 1, updated_at = clock_timestamp(),
-        status = CASE WHEN waystone.effects.status IN ('unknown', 'intent', 'interrupted')
+        status = CASE WHEN waystone.effects.status IN ('unknown', 'intent', 'interrupted',
+                                                       'absent')
                       THEN 'intent' ELSE waystone.effects.status END
     RETURNING *
 ), deadline AS (
@@ -654,6 +655,31 @@ WHERE thread_id = %(thread_id)s AND status IN ('intent', 'unknown', 'failed')
   -- the current run's: an earlier run's of the thread are its history, left as they are
   AND created_at >= (SELECT r.created_at FROM waystone.runs r WHERE r.thread_id = %(thread_id)s)
 RETURNING key, status;
+
+-- name: settle_effect
+-- A person who checked the provider settled an open effect of the run's current run, while
+-- nobody drives it: 'confirmed' with the receipt they give (the call is not made again) or
+-- 'absent' (it is made again under its key, its retry budget fresh). Its event goes in the
+-- same statement; nothing changes when the effect or the run moved on meanwhile.
+WITH changed AS (
+    UPDATE waystone.effects e
+    SET status = %(status)s,
+        receipt = coalesce(%(receipt)s, e.receipt),
+        confirmation = %(confirmation)s,
+        attempts = CASE WHEN %(status)s = 'absent' THEN 0 ELSE e.attempts END,
+        error = NULL,
+        updated_at = clock_timestamp()
+    FROM waystone.runs r
+    WHERE e.key = %(key)s AND e.thread_id = %(thread_id)s AND r.thread_id = e.thread_id
+      AND e.status IN ('intent', 'unknown', 'failed', 'interrupted')
+      AND r.state IN ('failed', 'needs-human')
+      AND e.created_at >= r.created_at
+    RETURNING e.key, e.tool, e.status
+), noted AS (
+    INSERT INTO waystone.run_events (thread_id, kind, reason, evidence, actor)
+    SELECT %(thread_id)s, 'effect-settled', %(reason)s, %(evidence)s, %(actor)s FROM changed
+)
+SELECT key, tool, status FROM changed;
 
 -- name: late_receipt_fence
 -- Before late_receipt, in its transaction: write under the run's current lease token. The

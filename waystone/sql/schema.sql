@@ -198,7 +198,8 @@ CREATE INDEX signals_pending_idx ON waystone.signals (thread_id) WHERE consumed_
 
 -- The effect ledger: one row per external effect, keyed by its deterministic
 -- idempotency key. intent -> applied -> confirmed, or failed / unknown; interrupted: the
--- call raised interrupt(), and is made again (same key) when its node runs again.
+-- call raised interrupt(), and is made again (same key) when its node runs again; absent:
+-- a person who checked the provider found no such effect (settle), so it is made again.
 CREATE TABLE waystone.effects (
     key          text PRIMARY KEY,
     thread_id    text NOT NULL REFERENCES waystone.runs (thread_id) ON DELETE CASCADE,
@@ -206,7 +207,8 @@ CREATE TABLE waystone.effects (
     tool         text NOT NULL,
     args         jsonb NOT NULL,
     status       text NOT NULL CONSTRAINT effects_status_check CHECK (status IN
-                     ('intent', 'applied', 'confirmed', 'failed', 'unknown', 'interrupted')),
+                     ('intent', 'applied', 'confirmed', 'failed', 'unknown', 'interrupted',
+                      'absent')),
     attempts     integer NOT NULL DEFAULT 0,
     receipt      jsonb,
     confirmation jsonb,
