@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, cast
 
@@ -35,6 +35,7 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    DeltaChannelHistory,
     get_checkpoint_id,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -43,8 +44,9 @@ from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from waystone._checkpointing.allowlist import Declared
-from waystone._checkpointing.at_rest import reveal
+from waystone._checkpointing.at_rest import reveal, reveal_history
 from waystone._checkpointing.database import FENCE_SQL, Conn, Database, reraise
+from waystone._checkpointing.delta import arun, delta_history
 from waystone._checkpointing.held import Answer, Batch
 from waystone._checkpointing.saver import WaystoneSaver
 from waystone._privacy.seal import Sealer
@@ -163,6 +165,37 @@ class AsyncWaystoneSaver(WaystoneSaver):
         except psycopg.DatabaseError as exc:
             reraise(exc)
         return reveal(self._sealer, self._load_checkpoint_tuple(value))
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        if not channels:
+            return {}
+        checkpoint_id = get_checkpoint_id(config)
+        if checkpoint_id:  # else the read of the latest sends what is held for the thread
+            _, batches = self._deferred(self._flush_thread, config)
+            await self._send(batches)
+        else:
+            target = await self.aget_tuple(config)
+            if target is None:
+                return {ch: {"writes": []} for ch in channels}
+            checkpoint_id = target.config["configurable"]["checkpoint_id"]
+        configurable = config["configurable"]
+        walk = delta_history(
+            self,
+            str(configurable["thread_id"]),
+            str(configurable.get("checkpoint_ns", "")),
+            checkpoint_id,
+            channels,
+        )
+        try:
+            async with (
+                self._apool.connection() as conn,
+                conn.cursor(binary=True, row_factory=dict_row) as cur,
+            ):
+                return reveal_history(await arun(walk, cur))
+        except psycopg.DatabaseError as exc:
+            reraise(exc)
 
     def _deferred(self, decide: Callable[..., Any], *args: Any) -> tuple[Any, list[Batch]]:
         """What ``decide`` (a sync save, or a flush) returns, and the batches it would
