@@ -21,11 +21,13 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
+from psycopg import AsyncConnection
 from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
 from typing_extensions import TypedDict
 
 from tests.support.scan import scan
-from waystone import AsyncWaystoneSaver, Settings, WaystoneSaver
+from waystone import AsyncWaystoneSaver, BadInput, Settings, WaystoneSaver
 
 KEY = "4d" * 32
 CHANNEL = "items"
@@ -84,6 +86,47 @@ def test_setup_works_on_pools_that_prepare_every_statement(empty_database_url: s
             assert await _counting_graph(saver).ainvoke({"n": 0}, config) == {"n": 3}
 
     asyncio.run(set_up())
+
+
+def test_the_async_saver_takes_the_async_connection_or_pool_the_stock_one_takes(
+    empty_database_url: str,
+) -> None:
+    async def run() -> None:
+        async with await AsyncConnection.connect(
+            empty_database_url, autocommit=True, prepare_threshold=0, row_factory=dict_row
+        ) as conn:
+            saver = AsyncWaystoneSaver(conn)
+            await saver.setup()
+            config: Any = {"configurable": {"thread_id": "on-a-connection"}}
+            assert await _counting_graph(saver).ainvoke({"n": 0}, config) == {"n": 3}
+            assert not conn.closed  # the caller's
+        async with AsyncConnectionPool(
+            empty_database_url,
+            kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+        ) as pool:
+            saver = AsyncWaystoneSaver(pool)
+            await saver.setup()
+            config = {"configurable": {"thread_id": "on-a-pool"}}
+            assert await _counting_graph(saver).ainvoke({"n": 0}, config) == {"n": 3}
+            again = await saver.aget_tuple({"configurable": {"thread_id": "on-a-connection"}})
+            assert again is not None and again.checkpoint["channel_values"]["n"] == 3
+
+    asyncio.run(run())
+
+
+def test_the_async_saver_refuses_what_it_cannot_use_with_what_to_do(database_url: str) -> None:
+    with (
+        psycopg.connect(database_url, autocommit=True, row_factory=dict_row) as conn,
+        pytest.raises(BadInput, match="use WaystoneSaver"),
+    ):
+        AsyncWaystoneSaver(conn)  # type: ignore[arg-type]
+
+    async def plain() -> None:
+        async with await AsyncConnection.connect(database_url) as conn:
+            with pytest.raises(BadInput, match="autocommit=True, row_factory=dict_row"):
+                AsyncWaystoneSaver(conn)  # type: ignore[arg-type]
+
+    asyncio.run(plain())
 
 
 async def _chain(saver: Any, seed: Any) -> dict[str, Any]:

@@ -150,12 +150,24 @@ class WaystoneSaver(InThreads, PostgresSaver):
         self,
         conn: Conn | ConnectionPool[Conn],
         *,
+        pipe: psycopg.Pipeline | None = None,
         serde: SerializerProtocol | None = None,
         allowed_modules: Iterable[Declared] = (),
         settings: Settings | None = None,
     ) -> None:
+        self._on(Database.on(conn), settings, serde, allowed_modules)
+        # `conn`'s pipeline, as for the stock saver: the stock methods Waystone keeps (prune)
+        # sync it before a transaction of their own
+        self.pipe = pipe
+
+    def _on(
+        self,
+        db: Database,
+        settings: Settings | None,
+        serde: SerializerProtocol | None,
+        allowed_modules: Iterable[Declared],
+    ) -> None:
         settings = settings or Settings.from_env()
-        db = Database.on(conn)
         vault = Vault(db, load_key(settings.home))
         self._start(
             db,
@@ -234,7 +246,8 @@ class WaystoneSaver(InThreads, PostgresSaver):
             inner = inner.with_msgpack_allowlist(extra)
         pool = db.pool
         self._sealer = sealer
-        super().__init__(pool.conn if isinstance(pool, OneConnection) else pool, serde=inner)
+        stock = pool.conn if isinstance(pool, OneConnection) else pool
+        super().__init__(cast(Conn | ConnectionPool[Conn], stock), serde=inner)
         self._db = db
         self._pool = pool
         self._fence = threading.local()
