@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import operator
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Annotated, Any, TypedDict
 
@@ -16,12 +20,14 @@ import pydantic
 import pytest
 from langchain_core.agents import AgentAction
 from langgraph.checkpoint.postgres import PostgresSaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 import waystone
+from tests.conftest import ROOT
 from tests.support.inside import parts
 from tests.support.scan import scan
 from waystone import BadInput, Runtime, Settings, WaystoneSaver
@@ -192,14 +198,58 @@ def test_the_runtimes_saver_allows_the_classes_of_waystone_allowed_modules(
         _check_typed_run(parts(rt).saver, database_url)
 
 
-def test_undeclared_classes_still_load_as_plain_data(database_url: str) -> None:
+def test_a_users_types_come_back_with_no_option_set(database_url: str, sealed: None) -> None:
+    """As with the stock saver: no allowlist to declare for a user's own classes."""
     with WaystoneSaver.from_conn_string(database_url) as saver:
+        _check_typed_run(saver, database_url)
+
+
+STRICT_RUN = """
+import json, sys
+from typing import Any
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.postgres import PostgresSaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from tests.integration.test_public_saver import Order, _typed_graph
+from waystone import WaystoneSaver
+
+url = sys.argv[1]
+found = {}
+with WaystoneSaver.from_conn_string(url) as ours, PostgresSaver.from_conn_string(url) as stock:
+    for name, saver in (("ours", ours), ("stock", stock)):
         graph = _typed_graph(saver)
-        config: Any = {"configurable": {"thread_id": "strict"}}
+        config: Any = {"configurable": {"thread_id": "strict-" + name}}
         graph.invoke({"notes": []}, config)
         values = graph.get_state(config).values
-    assert type(values["order"]) is dict and values["order"]["order_id"] == "1001"
-    assert type(values["parcel"]) is dict and values["parcel"]["weight_g"] == 1200
+        found[name] = {k: type(v).__name__ for k, v in values.items()}
+        # a class no graph declares, put and read back by the saver alone
+        put: Any = {"configurable": {"thread_id": "bare-" + name, "checkpoint_ns": ""}}
+        checkpoint = empty_checkpoint()
+        checkpoint["channel_values"] = {"x": Order(order_id="1", email="a")}
+        checkpoint["channel_versions"] = {"x": 1}
+        saved = saver.put(put, checkpoint, {"source": "input", "step": -1}, {"x": 1})
+        loaded = saver.get_tuple(saved).checkpoint["channel_values"]["x"]
+        found[name + "-bare"] = type(loaded).__name__
+print(json.dumps(found))
+"""
+
+
+def test_in_strict_mode_a_users_types_load_as_on_the_stock_saver(database_url: str) -> None:
+    """``LANGGRAPH_STRICT_MSGPACK`` (read when LangGraph is imported): a graph's state types
+    still load (LangGraph widens the saver by them), any other class as plain data."""
+    env = {**os.environ, "LANGGRAPH_STRICT_MSGPACK": "true"}
+    done = subprocess.run(
+        [sys.executable, "-c", STRICT_RUN, database_url],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["ours"] == found["stock"]
+    assert found["ours"]["order"] == "Order" and found["ours"]["action"] == "AgentAction"
+    assert found["ours-bare"] == found["stock-bare"] == "dict"
 
 
 @pytest.fixture
@@ -269,7 +319,8 @@ def test_langgraphs_strict_mode_widens_the_saver_by_a_graphs_state_types(
 ) -> None:
     """With LANGGRAPH_STRICT_MSGPACK, LangGraph asks the checkpointer for a copy that loads
     the graph's state types (``with_allowlist``); the sealed serializer widens too."""
-    with WaystoneSaver.from_conn_string(database_url) as saver:
+    strict = JsonPlusSerializer(allowed_msgpack_modules=None)  # as strict mode makes it
+    with WaystoneSaver.from_conn_string(database_url, serde=strict) as saver:
         widened = saver.with_allowlist(
             {(__name__, "Order"), (__name__, "Parcel"), ("langchain_core.agents", "AgentAction")}
         )

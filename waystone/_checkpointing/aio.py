@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, cast
 
@@ -35,21 +35,24 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    DeltaChannelHistory,
     get_checkpoint_id,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from psycopg import AsyncConnection, AsyncCursor
+from psycopg.conninfo import make_conninfo
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from waystone._checkpointing.allowlist import Declared
-from waystone._checkpointing.at_rest import reveal
-from waystone._checkpointing.database import FENCE_SQL, Conn, Database, reraise
+from waystone._checkpointing.at_rest import reveal, reveal_history
+from waystone._checkpointing.database import FENCE_SQL, Conn, Connecting, Database, reraise
+from waystone._checkpointing.delta import arun, delta_history
 from waystone._checkpointing.held import Answer, Batch
 from waystone._checkpointing.saver import WaystoneSaver
 from waystone._privacy.seal import Sealer
 from waystone.config import Settings
-from waystone.errors import LeaseLost
+from waystone.errors import BadInput, LeaseLost
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +63,31 @@ class AsyncWaystoneSaver(WaystoneSaver):
     """:class:`~waystone._checkpointing.saver.WaystoneSaver` whose saves and reads of the
     latest checkpoint are async on ``apool`` (see the module)."""
 
-    _apool: AsyncConnectionPool[AsyncConn]
+    _apool: AsyncPool
+
+    def __init__(
+        self,
+        conn: AsyncConn | AsyncConnectionPool[AsyncConn],
+        *,
+        serde: SerializerProtocol | None = None,
+        allowed_modules: Iterable[Declared] = (),
+        settings: Settings | None = None,
+    ) -> None:
+        """As LangGraph's ``AsyncPostgresSaver(conn)``: a caller's async connection or pool
+        (autocommit, dict rows), which stays theirs to close. Its sync side (the vault's
+        first sight of a value, the sync methods) opens a connection to the same database
+        for each use: it keeps no session of its own, as the stock saver keeps none."""
+        apool = async_pool_of(conn)
+        settings = settings or Settings.from_env()
+        url = conninfo_of(conn)
+        self._on(
+            Database(url=url, pool=Connecting(url, settings.prepare_threshold)),
+            settings,
+            serde,
+            allowed_modules,
+        )
+        self._apool = apool
+        self.conn = conn  # type: ignore[assignment]  # the caller's, as the stock saver keeps it
 
     @classmethod
     @asynccontextmanager
@@ -89,7 +116,7 @@ class AsyncWaystoneSaver(WaystoneSaver):
             )
             apool = await open_async_pool(settings, conn_string)
             try:
-                yield twin_of(sync, apool)
+                yield twin_of(sync, apool, cls)
             finally:
                 await apool.close()
         finally:
@@ -164,6 +191,37 @@ class AsyncWaystoneSaver(WaystoneSaver):
             reraise(exc)
         return reveal(self._sealer, self._load_checkpoint_tuple(value))
 
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        if not channels:
+            return {}
+        checkpoint_id = get_checkpoint_id(config)
+        if checkpoint_id:  # else the read of the latest sends what is held for the thread
+            _, batches = self._deferred(self._flush_thread, config)
+            await self._send(batches)
+        else:
+            target = await self.aget_tuple(config)
+            if target is None:
+                return {ch: {"writes": []} for ch in channels}
+            checkpoint_id = target.config["configurable"]["checkpoint_id"]
+        configurable = config["configurable"]
+        walk = delta_history(
+            self,
+            str(configurable["thread_id"]),
+            str(configurable.get("checkpoint_ns", "")),
+            checkpoint_id,
+            channels,
+        )
+        try:
+            async with (
+                self._apool.connection() as conn,
+                conn.cursor(binary=True, row_factory=dict_row) as cur,
+            ):
+                return reveal_history(await arun(walk, cur))
+        except psycopg.DatabaseError as exc:
+            reraise(exc)
+
     def _deferred(self, decide: Callable[..., Any], *args: Any) -> tuple[Any, list[Batch]]:
         """What ``decide`` (a sync save, or a flush) returns, and the batches it would
         have sent: it runs to its end on the loop, with no I/O, so what it keeps on this
@@ -217,9 +275,13 @@ class AsyncWaystoneSaver(WaystoneSaver):
                                     asked.append((conn.cursor(row_factory=dict_row), how))
                                     await asked[-1][0].execute(query, params)
                 except BaseException:
-                    # the pool replaces it: a statement first prepared in a pipeline that
-                    # aborted counts as prepared (see `pipelined` in the database module)
-                    await conn.close()
+                    # a statement first prepared in a pipeline that aborted counts as
+                    # prepared (see `pipelined` in the database module): the pool replaces
+                    # the connection; a caller's own prepares nothing from then on
+                    if isinstance(self._apool, AsyncOneConnection):
+                        conn.prepare_threshold = None
+                    else:
+                        await conn.close()
                     raise
                 for answered, answer in asked:  # past the Sync: committed
                     try:
@@ -228,6 +290,64 @@ class AsyncWaystoneSaver(WaystoneSaver):
                         logger.exception("a committed statement's answer failed")
         except psycopg.DatabaseError as exc:
             reraise(exc)
+
+
+class AsyncOneConnection:
+    """A caller's one async connection, in place of a pool: lent to one task at a time, as
+    LangGraph's async saver does with one. The caller closes it."""
+
+    def __init__(self, conn: AsyncConn) -> None:
+        self.conn = conn
+        self._lock = asyncio.Lock()
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[AsyncConn]:
+        async with self._lock:
+            yield self.conn
+
+
+AsyncPool = AsyncConnectionPool[AsyncConn] | AsyncOneConnection
+
+
+def async_pool_of(conn: object) -> AsyncPool:
+    """A caller's async connection or pool, checked as LangGraph's saver needs it."""
+    if isinstance(conn, AsyncConnectionPool):
+        kwargs = conn.kwargs
+        if isinstance(kwargs, dict) and (
+            not kwargs.get("autocommit") or kwargs.get("row_factory") is not dict_row
+        ):
+            raise BadInput(
+                "the pool's connections must be autocommit with dict rows: AsyncConnectionPool("
+                "url, kwargs={'autocommit': True, 'row_factory': dict_row})"
+            )
+        return cast(AsyncConnectionPool[AsyncConn], conn)
+    if isinstance(conn, AsyncConnection):
+        if not conn.autocommit or conn.row_factory is not dict_row:
+            raise BadInput(
+                "the connection must be autocommit with dict rows: await "
+                "AsyncConnection.connect(url, autocommit=True, row_factory=dict_row)"
+            )
+        return AsyncOneConnection(cast(AsyncConn, conn))
+    raise BadInput(
+        f"expected a psycopg AsyncConnection or AsyncConnectionPool, not {type(conn).__name__}"
+        " (for a sync connection or pool, use WaystoneSaver)"
+    )
+
+
+def conninfo_of(conn: AsyncConn | AsyncConnectionPool[AsyncConn]) -> str:
+    """Where ``conn`` connects, its password included (a connection's ``dsn`` leaves it
+    out), for the sync side's own connections."""
+    if isinstance(conn, AsyncConnectionPool):
+        if not isinstance(conn.conninfo, str):
+            raise BadInput(
+                "the pool's conninfo is a function: give the saver its URL instead, "
+                "AsyncWaystoneSaver.from_conn_string(url)"
+            )
+        return conn.conninfo
+    password = conn.pgconn.password
+    if not password:
+        return conn.info.dsn
+    return make_conninfo(conn.info.dsn, password=password.decode())
 
 
 async def open_async_pool(settings: Settings, url: str) -> AsyncConnectionPool[AsyncConn]:
@@ -251,7 +371,7 @@ async def open_async_pool(settings: Settings, url: str) -> AsyncConnectionPool[A
 
 def make_async_saver(
     db: Database,
-    apool: AsyncConnectionPool[AsyncConn],
+    apool: AsyncPool,
     redact: Callable[[Any], Any] | None = None,
     sealer: Sealer | None = None,
     allowed_modules: Iterable[Declared] = (),
@@ -265,11 +385,14 @@ def make_async_saver(
     return saver
 
 
-def twin_of(saver: WaystoneSaver, apool: AsyncConnectionPool[AsyncConn]) -> AsyncWaystoneSaver:
+def twin_of(
+    saver: WaystoneSaver, apool: AsyncPool, kind: type[AsyncWaystoneSaver] | None = None
+) -> AsyncWaystoneSaver:
     """``saver`` with native async saves on ``apool``: the same pools, serializer, and what
     is held for the next save (shared, not copied), so statements ridden through either
     one commit with the next save through either."""
-    twin = AsyncWaystoneSaver.__new__(AsyncWaystoneSaver)
+    kind = kind or AsyncWaystoneSaver
+    twin = kind.__new__(kind)
     twin.__dict__.update(saver.__dict__)
     twin._apool = apool
     return twin

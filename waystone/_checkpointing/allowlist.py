@@ -1,12 +1,13 @@
 """The classes a checkpoint may be read back as, beyond LangGraph's safe types.
 
-A blob names the class it was made from; loading it imports and calls that class, so only
-classes someone declared are made (LangGraph's ``allowed_msgpack_modules``): anything else
-comes back as its fields, as plain data. Waystone's own state is plain data and needs
-none. A user's state types are declared as LangGraph declares them, a class or a
-``(module, name)`` pair, or as text (``WAYSTONE_ALLOWED_MODULES``): ``module:Name`` for one
-class, ``module`` (or the pair's one-element form, ``(module,)``) for every class the
-module defines.
+A blob names the class it was made from; loading it imports and calls that class. In
+LangGraph's strict mode (``LANGGRAPH_STRICT_MSGPACK``) only its safe types, a graph's state
+types and the classes declared here are made (LangGraph's ``allowed_msgpack_modules``):
+anything else comes back as its fields, as plain data. Outside it, LangGraph makes every
+class and these declarations change nothing. A user's state types are declared as
+LangGraph declares them, a class or a ``(module, name)`` pair, or as text
+(``WAYSTONE_ALLOWED_MODULES``): ``module:Name`` for one class, ``module`` (or the pair's
+one-element form, ``(module,)``) for every class the module defines.
 """
 
 from __future__ import annotations

@@ -76,7 +76,31 @@ class OneConnection:
         """Nothing: the connection is the caller's."""
 
 
-Pool = ConnectionPool[Conn] | OneConnection
+class Connecting:
+    """A connection made for each use and closed after it, in place of a pool: for a saver
+    that must leave no session of its own open between calls (its caller may drop the
+    database as soon as it is done with it)."""
+
+    def __init__(self, conninfo: str, prepare_threshold: int | None) -> None:
+        self.conninfo = conninfo
+        self._prepare_threshold = prepare_threshold
+
+    @contextmanager
+    def connection(self, timeout: float | None = None) -> Iterator[Conn]:
+        with psycopg.connect(
+            self.conninfo,
+            autocommit=True,
+            row_factory=dict_row,
+            prepare_threshold=self._prepare_threshold,
+            connect_timeout=None if timeout is None else max(1, int(timeout)),
+        ) as conn:
+            yield conn
+
+    def close(self) -> None:
+        """Nothing: no connection outlives its use."""
+
+
+Pool = ConnectionPool[Conn] | OneConnection | Connecting
 
 
 @dataclass

@@ -115,6 +115,13 @@ def _up_to_date(db: Database) -> bool:
         return _langgraph_set_up(conn, versions["langgraph"] or 0, versions["set_up_by"])
 
 
+def script(conn: Conn, text: str) -> None:
+    """Run a file of several statements. Never prepared: Postgres cannot prepare more than
+    one command, and a caller's connection may prepare every statement
+    (``prepare_threshold=0``, as LangGraph's own saver connects)."""
+    conn.execute(text, prepare=False)
+
+
 def migrate(db: Database) -> int:
     """Bring the database to the newest schema; return the version it is at."""
     if _up_to_date(db):
@@ -161,7 +168,7 @@ def _migrate_locked(db: Database) -> int:
         if current > latest_version():
             return latest_version()  # a newer Waystone's: migrations only add, never undo
         if current == 0:
-            conn.execute(sql.read("schema.sql"))
+            script(conn, sql.read("schema.sql"))
             conn.execute(
                 "INSERT INTO public.waystone_schema_version (version) VALUES (%s)",
                 (latest_version(),),
@@ -170,7 +177,7 @@ def _migrate_locked(db: Database) -> int:
             logger.info("created waystone schema", extra={"version": current})
         for version, name in migration_files():
             if version > current:
-                conn.execute(sql.read(f"migrations/{name}"))
+                script(conn, sql.read(f"migrations/{name}"))
                 conn.execute(
                     "INSERT INTO public.waystone_schema_version (version) VALUES (%s)", (version,)
                 )
@@ -186,5 +193,5 @@ def _migrate_locked(db: Database) -> int:
             "SELECT count(*) AS n FROM pg_trigger WHERE tgname = 'waystone_fence'"
         ).fetchone()
         if row is None or row["n"] < 3:
-            conn.execute(sql.read("langgraph_fence.sql"))
+            script(conn, sql.read("langgraph_fence.sql"))
     return current

@@ -70,6 +70,7 @@ from langgraph.checkpoint.base import (
     CheckpointMetadata,
     CheckpointTuple,
     DeltaChannelHistory,
+    get_checkpoint_id,
     get_serializable_checkpoint_metadata,
 )
 from langgraph.checkpoint.postgres import PostgresSaver
@@ -96,6 +97,7 @@ from waystone._checkpointing.database import (
     pipelined,
     reraise,
 )
+from waystone._checkpointing.delta import delta_history, run
 from waystone._checkpointing.held import (
     LEASE_KEY,
     Answer,
@@ -129,11 +131,13 @@ class WaystoneSaver(InThreads, PostgresSaver):
 
     ``conn`` is a psycopg connection or ``ConnectionPool``, autocommit with dict rows, as
     for ``PostgresSaver``; it stays the caller's to close. ``serde`` replaces LangGraph's
-    serializer (the sealing wraps it). Loads make LangGraph's safe types and the classes
-    in ``allowed_modules`` and ``settings.allowed_modules`` (``WAYSTONE_ALLOWED_MODULES``;
-    see :mod:`waystone._checkpointing.allowlist`); any other class named in a blob comes
-    back as its fields. ``settings`` (default: from the environment) says where the vault's
-    key is, as for the runtime.
+    serializer, given here or assigned later (the sealing wraps it either way). Loads make
+    what the installed LangGraph's serializer makes: a user's classes by default, only its
+    safe types in its strict mode (``LANGGRAPH_STRICT_MSGPACK``), where the graph's state
+    types and the classes in ``allowed_modules`` and ``settings.allowed_modules``
+    (``WAYSTONE_ALLOWED_MODULES``; see :mod:`waystone._checkpointing.allowlist`) are made
+    too, and any other class named in a blob comes back as its fields. ``settings``
+    (default: from the environment) says where the vault's key is, as for the runtime.
 
     The vault's redaction runs over every checkpoint value, the inline primitives
     LangGraph keeps as plain JSONB, the metadata (with the config values LangGraph merges
@@ -146,12 +150,24 @@ class WaystoneSaver(InThreads, PostgresSaver):
         self,
         conn: Conn | ConnectionPool[Conn],
         *,
+        pipe: psycopg.Pipeline | None = None,
         serde: SerializerProtocol | None = None,
         allowed_modules: Iterable[Declared] = (),
         settings: Settings | None = None,
     ) -> None:
+        self._on(Database.on(conn), settings, serde, allowed_modules)
+        # `conn`'s pipeline, as for the stock saver: the stock methods Waystone keeps (prune)
+        # sync it before a transaction of their own
+        self.pipe = pipe
+
+    def _on(
+        self,
+        db: Database,
+        settings: Settings | None,
+        serde: SerializerProtocol | None,
+        allowed_modules: Iterable[Declared],
+    ) -> None:
         settings = settings or Settings.from_env()
-        db = Database.on(conn)
         vault = Vault(db, load_key(settings.home))
         self._start(
             db,
@@ -217,10 +233,9 @@ class WaystoneSaver(InThreads, PostgresSaver):
         serde: SerializerProtocol | None = None,
         allowed_modules: Iterable[Declared] = (),
     ) -> None:
-        # By default loads build only LangGraph's safe types (its strict msgpack
-        # allowlist), and the classes declared: a run's state is plain data, and a class
-        # named in a blob is never imported or called unless someone allowed it
-        inner = serde or JsonPlusSerializer(allowed_msgpack_modules=None)
+        # Loads follow the installed LangGraph's own serializer: what it allows by default
+        # (LANGGRAPH_STRICT_MSGPACK narrows it to its safe types), and the classes declared
+        inner = serde or JsonPlusSerializer()
         extra = allowed_classes(allowed_modules)
         if extra:
             if not isinstance(inner, JsonPlusSerializer):
@@ -230,15 +245,13 @@ class WaystoneSaver(InThreads, PostgresSaver):
                 )
             inner = inner.with_msgpack_allowlist(extra)
         pool = db.pool
-        super().__init__(
-            pool.conn if isinstance(pool, OneConnection) else pool,
-            serde=SealedSerializer(maybe_add_typed_methods(inner), sealer),
-        )
+        self._sealer = sealer
+        stock = pool.conn if isinstance(pool, OneConnection) else pool
+        super().__init__(cast(Conn | ConnectionPool[Conn], stock), serde=inner)
         self._db = db
         self._pool = pool
         self._fence = threading.local()
         self._redact = redact
-        self._sealer = sealer
         self._held_lock = threading.Lock()
         self._held: dict[tuple[str, str], Held] = {}
         self._out = Out(self._held_lock)  # saves of held statements a checkpoint waits for
@@ -252,6 +265,20 @@ class WaystoneSaver(InThreads, PostgresSaver):
         self._fresh: set[str] = set()  # new runs whose input saves may wait (see `empty`)
         self._finishers: dict[tuple[str, int], Finisher] = {}  # (thread, lease): `finishing`
         self._finished: set[tuple[str, int]] = set()
+
+    @property
+    def serde(self) -> SerializerProtocol:
+        """The serializer blobs go through, sealed at rest when a key is set."""
+        return self._serde
+
+    @serde.setter
+    def serde(self, serde: SerializerProtocol) -> None:
+        # Whatever serializer is given, at construction or later, is wrapped: none of them
+        # can write a blob unsealed while encryption at rest is on
+        if not isinstance(serde, SealedSerializer) or serde.sealer is not self._sealer:
+            inner = serde.inner if isinstance(serde, SealedSerializer) else serde
+            serde = SealedSerializer(maybe_add_typed_methods(inner), self._sealer)
+        self._serde = serde
 
     def with_allowlist(self, extra_allowlist: Collection[tuple[str, ...]]) -> WaystoneSaver:
         """The same saver (its pool, and what it holds for the next save) loading the
@@ -355,7 +382,20 @@ class WaystoneSaver(InThreads, PostgresSaver):
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
         self._flush_before_read(config)
-        return reveal_history(super().get_delta_channel_history(config=config, channels=channels))
+        if not channels:
+            return {}
+        checkpoint_id = get_checkpoint_id(config)
+        if not checkpoint_id:
+            target = self.get_tuple(config)
+            if target is None:
+                return {ch: {"writes": []} for ch in channels}
+            checkpoint_id = target.config["configurable"]["checkpoint_id"]
+        walk = delta_history(self, *_where(config), checkpoint_id, channels)
+        try:
+            with self._cursor() as cur:
+                return reveal_history(run(walk, cur))
+        except psycopg.DatabaseError as exc:
+            reraise(exc)
 
     @contextmanager
     def _fenced(self, config: RunnableConfig) -> Iterator[None]:
