@@ -179,3 +179,12 @@ REFUND_INPUT = {
     "currency": "EUR",
     "email": "ana@example.com",
 }
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every acceptance test is ``slow``: ``-m "not slow"`` is the quick loop (unit and
+    integration on real Postgres); CI runs everything."""
+    acceptance = ROOT / "tests" / "acceptance"
+    for item in items:
+        if acceptance in item.path.parents:
+            item.add_marker(pytest.mark.slow)
