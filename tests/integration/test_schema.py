@@ -151,6 +151,7 @@ def test_a_database_at_the_baseline_is_upgraded_to_what_a_fresh_one_has(
         "ADD CONSTRAINT effects_status_check CHECK (status IN "
         "('intent', 'applied', 'confirmed', 'failed', 'unknown'))"
     )
+    sql.execute("ALTER TABLE waystone.effects DROP COLUMN tool_call_id")  # what 0014 adds
     for function in ("check_fence", "check_transition", "notify_runnable"):  # 0003's
         sql.execute(
             f"CREATE OR REPLACE FUNCTION waystone.{function}() RETURNS trigger "
@@ -160,7 +161,7 @@ def test_a_database_at_the_baseline_is_upgraded_to_what_a_fresh_one_has(
     sql.execute("INSERT INTO waystone_schema_version (version) VALUES (1)")
     db = Database.open(Settings(database_url=database_url))
     try:
-        assert migrate(db) == latest_version() == 13
+        assert migrate(db) == latest_version() == 14
     finally:
         db.close()
     assert [sorted(sql.execute(q).fetchall()) for q in queries] == fresh

@@ -64,6 +64,11 @@ def stopped_as(evidence: dict[str, Any]) -> str | None:
     return how if isinstance(how, str) else None
 
 
+def stopped_in_words(how: str) -> str:
+    """What a multitask strategy did to the run it stopped, as a past participle."""
+    return {"interrupt": "interrupted", "rollback": "rolled back"}.get(how, "superseded")
+
+
 @dataclass(frozen=True)
 class Pending:
     """A run queued behind its thread's current run."""
@@ -187,7 +192,7 @@ class Multitask:
         new_id = run_id_of(thread_id, number)
         registry = self._parts.registry
         for stopping in range(current, number):
-            how = {"interrupt": "interrupted", "rollback": "rolled back"}.get(action, "superseded")
+            how = stopped_in_words(action)
             registry.transition(
                 thread_id,
                 "failed",

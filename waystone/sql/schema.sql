@@ -208,10 +208,13 @@ CREATE TABLE waystone.effects (
     confirmation jsonb,
     error        text,
     created_at   timestamptz NOT NULL DEFAULT clock_timestamp(),
-    updated_at   timestamptz NOT NULL DEFAULT clock_timestamp()
+    updated_at   timestamptz NOT NULL DEFAULT clock_timestamp(),
+    tool_call_id text            -- the model's tool call it was made for, if any
 );
 
 CREATE INDEX effects_thread_idx ON waystone.effects (thread_id, ordinal);
+CREATE INDEX effects_tool_call_idx ON waystone.effects (thread_id, tool_call_id)
+    WHERE tool_call_id IS NOT NULL;
 
 -- The latest deadline a call of each effect was sent with (written with its intent): a
 -- lookup that finds nothing is trusted only once it has passed, whoever made the call.
