@@ -27,7 +27,7 @@ from tests.support.stopped_agent import ANSWER, BookingDesk, booking_desk
 from waystone import dashboard
 from waystone._runs.driver import graph_config
 from waystone.config import Settings
-from waystone.errors import LeaseLost
+from waystone.errors import LeaseLost, TransitionNotAllowed
 from waystone.runtime import Runtime
 
 
@@ -335,6 +335,23 @@ def test_signals_a_cancelled_run_left_are_settled(
     assert rt.run(thread_id).state == "done"
     said = [m.content for m in messages(rt, "gated", thread_id)]
     assert said == ["refund?", "a person says: yes", "done refund?"]
+
+
+def test_a_value_recorded_after_the_cancel_is_refused_not_left_pending(
+    rt: Runtime, sql: psycopg.Connection[Any]
+) -> None:
+    thread_id = rt.create_thread().thread_id
+    rt.start_on_thread("gated", say("refund?"), thread_id=thread_id)
+    assert rt.run(thread_id).state == "waiting"
+    rt.cancel(thread_id, by="ops", reason="not needed")
+    # what a resume that read the run as waiting, just before the cancel, goes on to do
+    with pytest.raises(TransitionNotAllowed, match="has ended"):
+        parts(rt).signals.record(thread_id, "resume", "i-1", {"value": "yes"}, actor="ana")
+    with pytest.raises(TransitionNotAllowed):
+        rt.signal(thread_id, "nudge", {}, actor="ops")
+    pending = "SELECT count(*) FROM waystone.signals WHERE thread_id = %s"
+    assert sql.execute(pending, (thread_id,)).fetchone() == (0,)
+    assert dashboard.snapshot(rt)["undelivered_signals"] == []
 
 
 def test_calls_a_run_that_ended_well_left_are_not_answered(rt: Runtime) -> None:

@@ -214,7 +214,6 @@ class Drives:
                 lease_token=claimed.lease_token,
                 conn=conn,
             )
-            self._parts.signals.settle(claimed.thread_id, "the run failed", "waystone", conn)
 
 
 def _in_loop() -> bool:

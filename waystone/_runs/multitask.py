@@ -203,7 +203,6 @@ class Multitask:
                 bump=True,
                 conn=conn,
             )
-            self._parts.signals.settle(thread_id, f"the run was {how} by run {new_id}", by, conn)
             begun = self._parts.db.execute("begin_pending", conn=conn, thread_id=thread_id)
             if not begun[0]["begun"]:  # the lock held since the plan forbids it
                 raise RuntimeError(f"run {stopping + 1} of {thread_id} did not begin")

@@ -462,8 +462,14 @@ VALUES (%(thread_id)s, %(kind)s, %(reason)s, %(evidence)s, %(actor)s, %(lease_to
 SELECT * FROM waystone.run_events WHERE thread_id = %(thread_id)s ORDER BY id;
 
 -- name: record_signal
+-- Only while the thread's run can still use it: a run that failed had its signals settled
+-- as it failed (settle_signals), and one recorded after would stay pending for good. FOR
+-- SHARE waits for a stop in progress, and then sees the run as it left it.
 INSERT INTO waystone.signals (thread_id, name, dedupe_key, payload, actor)
-VALUES (%(thread_id)s, %(name)s, %(dedupe_key)s, %(payload)s, %(actor)s)
+SELECT %(thread_id)s, %(name)s, %(dedupe_key)s, %(payload)s, %(actor)s
+FROM waystone.runs r
+WHERE r.thread_id = %(thread_id)s AND r.state NOT IN ('done', 'failed')
+FOR SHARE OF r
 ON CONFLICT (thread_id, name, dedupe_key) DO NOTHING
 RETURNING *;
 
@@ -480,25 +486,6 @@ ORDER BY id;
 UPDATE waystone.signals SET consumed_at = clock_timestamp()
 WHERE id = %(id)s AND consumed_at IS NULL
 RETURNING id;
-
--- name: settle_signals
--- A run stopped (cancelled, stopped by a double-text, failed): the signals and values
--- addressed to it that it never used are consumed, with an event listing them and why,
--- so none is left pending. In the stop's transaction, after its transition.
-WITH spent AS (
-    UPDATE waystone.signals SET consumed_at = clock_timestamp()
-    WHERE thread_id = %(thread_id)s AND consumed_at IS NULL
-    RETURNING id, name
-), noted AS (
-    INSERT INTO waystone.run_events (thread_id, kind, reason, evidence, actor)
-    SELECT %(thread_id)s, 'signals-settled', %(reason)s,
-           jsonb_build_object('signals', jsonb_agg(jsonb_build_object('id', id, 'name', name)
-                                                   ORDER BY id)),
-           %(actor)s
-    FROM spent
-    HAVING count(*) > 0
-)
-SELECT id, name FROM spent;
 
 -- name: reopen_settled_signals
 -- A stopped run requeued: the signals its stop settled (the last signals-settled event
