@@ -10,17 +10,16 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, TypedDict
 
 import pytest
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.channels import DeltaChannel
 from langgraph.graph import START, StateGraph, add_messages
-from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.prebuilt import ToolNode
+from langgraph.types import Overwrite
 
 from waystone._runs.registry import PastRun
 from waystone._runs.stopped_calls import (
     Unanswered,
-    adds_messages,
     answer_text,
     answers,
     effects_of,
@@ -107,12 +106,11 @@ def test_the_messages_keys_are_the_lists_that_hold_an_ai_message() -> None:
     assert messages_keys(None) == []
 
 
-def test_add_messages_is_found_however_the_channel_holds_it() -> None:
-    assert adds_messages(reducer_of(compiled(Chat).channels["history"]))
-    assert adds_messages(add_messages(format="langchain-openai"))  # type: ignore[call-arg]
-    assert adds_messages(functools.partial(add_messages, format="langchain-openai"))
-    assert adds_messages(reducer_of(DeltaChannel(add_messages)))
-    assert not adds_messages(reducer_of(compiled(Chat).channels["notes"]))
+def test_a_channels_reducer_is_found_however_the_channel_holds_it() -> None:
+    assert reducer_of(compiled(Chat).channels["history"]) is not None
+    with_format = functools.partial(add_messages, format="langchain-openai")
+    assert reducer_of(DeltaChannel(with_format)) is with_format  # kept as `.reducer`
+    assert reducer_of(compiled(Chat).channels["notes"]) is operator.add
     assert reducer_of(compiled(Plain).channels["messages"]) is None
 
 
@@ -206,8 +204,11 @@ def test_the_update_rewrites_a_list_that_has_messages_after_the_call() -> None:
     calls = [Unanswered("history", "c1", "book", {})]
     assert update_of(compiled(Chat), {"history": [ai]}, calls, found) == {"history": [answer]}
     rewritten = update_of(compiled(Chat), {"history": [ai, later]}, calls, found)["history"]
-    assert isinstance(rewritten[0], RemoveMessage) and rewritten[0].id == REMOVE_ALL_MESSAGES
-    assert rewritten[1:] == [ai, answer, later]
+    assert rewritten == Overwrite([ai, answer, later])
+    own = [Unanswered("notes", "c1", "book", {})]  # a list reducer of the user's own
+    assert update_of(compiled(Chat), {"notes": [ai, later]}, own, found) == {
+        "notes": Overwrite([ai, answer, later])
+    }
     plain = [Unanswered("messages", "c1", "book", {})]
     assert update_of(compiled(Plain), {"messages": [ai, later]}, plain, found) == {
         "messages": [ai, answer, later]  # no reducer: the whole list

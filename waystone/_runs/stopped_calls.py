@@ -30,7 +30,6 @@ results, one run row read by key; after a stop, two reads of the state, one of t
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -49,7 +48,6 @@ if TYPE_CHECKING:
     from waystone.effects._ledger import Effect, Ledger
 
 EVENT = "tool-calls-answered"  # the run's history event that lists the answers
-MESSAGE_REDUCERS = ("add_messages", "_add_messages")
 
 
 @dataclass(frozen=True)
@@ -83,13 +81,6 @@ def reducer_of(channel: Any) -> Any:
         if found is not None:
             return found
     return None
-
-
-def adds_messages(reducer: Any) -> bool:
-    """Whether ``reducer`` is LangGraph's ``add_messages`` (given options or not)."""
-    while isinstance(reducer, functools.partial):
-        reducer = reducer.func
-    return getattr(reducer, "__name__", None) in MESSAGE_REDUCERS
 
 
 def unanswered(values: Any, keys: Sequence[str]) -> list[Unanswered]:
@@ -245,25 +236,20 @@ def update_of(
     found: dict[str, ToolMessage],
 ) -> dict[str, Any]:
     """The state update that places the answers, key by key: the answers alone when they
-    all go at the end of a key with a reducer; the whole list rewritten when messages
-    follow (``add_messages`` clears a list on ``REMOVE_ALL_MESSAGES``), or for a key
-    without a reducer."""
-    from langchain_core.messages import RemoveMessage
-    from langgraph.graph.message import REMOVE_ALL_MESSAGES
+    all go at the end of a key with a reducer; else the whole list, past the key's reducer
+    if it has one (``Overwrite``: any reducer, ``add_messages`` or a user's own)."""
+    from langgraph.types import Overwrite
 
     update: dict[str, Any] = {}
     for key in dict.fromkeys(c.key for c in calls):
         old = list(values.get(key) or [])
         new = placed(old, found)
-        reducer = reducer_of(graph.channels.get(key))
-        if reducer is None:
+        if reducer_of(graph.channels.get(key)) is None:
             update[key] = new
         elif new[: len(old)] == old:
             update[key] = new[len(old) :]
-        elif adds_messages(reducer):
-            update[key] = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *new]
-        else:  # a reducer of its own: appended is all that can be done
-            update[key] = [m for m in new if m not in old]
+        else:
+            update[key] = Overwrite(new)
     return update
 
 
