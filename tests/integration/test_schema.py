@@ -152,6 +152,8 @@ def test_a_database_at_the_baseline_is_upgraded_to_what_a_fresh_one_has(
         "('intent', 'applied', 'confirmed', 'failed', 'unknown'))"
     )
     sql.execute("DROP INDEX waystone.run_events_resumed_idx")  # what 0017 adds
+    sql.execute("ALTER TABLE waystone.effects DROP COLUMN tool_call_id")  # what 0014 adds
+    sql.execute("DROP FUNCTION waystone.settle_signals")
     for function in ("check_fence", "check_transition", "notify_runnable"):  # 0003's
         sql.execute(
             f"CREATE OR REPLACE FUNCTION waystone.{function}() RETURNS trigger "

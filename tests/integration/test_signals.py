@@ -74,7 +74,7 @@ def test_a_done_run_spends_the_signals_it_never_used(
     """A done run takes no more signals, so those it never used (a third delivery for two
     waits, a name it never waits for) are spent as it ends: left undelivered, they would
     stay so for good, listed by the dashboard and read by every claim. A run that fails
-    keeps them, for a requeue."""
+    (here its wait timed out) has them settled, and back if it is requeued."""
     with Runtime(Settings(database_url=database_url), agents={"twice": _agent()}) as rt:
         thread_id = rt.start("twice", {}).thread_id
         rt.signal(thread_id, "payment.refunded", {})
@@ -91,6 +91,10 @@ def test_a_done_run_spends_the_signals_it_never_used(
         due = "SELECT wake_at <= clock_timestamp() FROM waystone.runs WHERE thread_id = %s"
         wait_until(lambda: bool((sql.execute(due, (thread_id,)).fetchone() or [False])[0]), "due")
         assert rt.run(thread_id).state == "failed"
+        assert _undelivered(sql, thread_id) == []
+        [settled] = [e for e in rt.history(thread_id)["events"] if e["kind"] == "signals-settled"]
+        assert [s["name"] for s in settled["evidence"]["signals"]] == ["payment.refunded"]
+        rt.requeue(thread_id, by="ops", reason="the refund came late")
         assert _undelivered(sql, thread_id) == ["payment.refunded"]
 
 

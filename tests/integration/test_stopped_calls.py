@@ -20,13 +20,14 @@ from langgraph.types import interrupt
 
 from tests.conftest import wait_until
 from tests.support import stopped_agent
+from tests.support.chat_models import ConversationModel
 from tests.support.gated import gated_graph
 from tests.support.inside import parts
 from tests.support.stopped_agent import ANSWER, BookingDesk, booking_desk
 from waystone import dashboard
 from waystone._runs.driver import graph_config
 from waystone.config import Settings
-from waystone.errors import LeaseLost
+from waystone.errors import LeaseLost, TransitionNotAllowed
 from waystone.runtime import Runtime
 
 
@@ -74,6 +75,15 @@ def book_and_look() -> Any:
     return stopped_agent.agent([stopped_agent.book, weather])
 
 
+def twin_bookings() -> Any:
+    """The agent's model asks for the same booking twice in one message."""
+    from langgraph.prebuilt import create_react_agent
+
+    calls = [{"name": "book", "args": {"city": "Lisbon"}, "id": f"call_{n}"} for n in ("a", "b")]
+    model = ConversationModel(responses=[AIMessage("", tool_calls=calls), AIMessage(ANSWER)])
+    return create_react_agent(model, [stopped_agent.book])
+
+
 def leaves_calls() -> Any:
     """A graph that ends on an AI message whose tool calls it never answers, by design."""
 
@@ -89,6 +99,7 @@ def leaves_calls() -> Any:
 
 GRAPHS: dict[str, Callable[[], Any]] = {
     "leaves": leaves_calls,
+    "twins": twin_bookings,
     "two-calls": book_and_look,
     "asks": lambda: stopped_agent.agent([book_after_approval]),
     "react": stopped_agent.react_agent,
@@ -326,6 +337,23 @@ def test_signals_a_cancelled_run_left_are_settled(
     assert said == ["refund?", "a person says: yes", "done refund?"]
 
 
+def test_a_value_recorded_after_the_cancel_is_refused_not_left_pending(
+    rt: Runtime, sql: psycopg.Connection[Any]
+) -> None:
+    thread_id = rt.create_thread().thread_id
+    rt.start_on_thread("gated", say("refund?"), thread_id=thread_id)
+    assert rt.run(thread_id).state == "waiting"
+    rt.cancel(thread_id, by="ops", reason="not needed")
+    # what a resume that read the run as waiting, just before the cancel, goes on to do
+    with pytest.raises(TransitionNotAllowed, match="has ended"):
+        parts(rt).signals.record(thread_id, "resume", "i-1", {"value": "yes"}, actor="ana")
+    with pytest.raises(TransitionNotAllowed):
+        rt.signal(thread_id, "nudge", {}, actor="ops")
+    pending = "SELECT count(*) FROM waystone.signals WHERE thread_id = %s"
+    assert sql.execute(pending, (thread_id,)).fetchone() == (0,)
+    assert dashboard.snapshot(rt)["undelivered_signals"] == []
+
+
 def test_calls_a_run_that_ended_well_left_are_not_answered(rt: Runtime) -> None:
     thread_id = rt.create_thread().thread_id
     for text in ("first", "second"):
@@ -333,3 +361,63 @@ def test_calls_a_run_that_ended_well_left_are_not_answered(rt: Runtime) -> None:
         assert rt.run(thread_id).state == "done"
     assert [m.type for m in messages(rt, "leaves", thread_id)] == ["human", "ai"] * 2
     assert events(rt, thread_id, "tool-calls-answered") == []
+
+
+@pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
+def test_a_run_cancelled_before_it_began_does_not_hide_the_stopped_one(
+    rt: Runtime, desk: BookingDesk
+) -> None:
+    thread_id, driving = start_booking(rt, desk, "react")
+    rt.cancel(thread_id, by="ops", reason="the customer changed their mind")
+    rt.start_on_thread("react", say("hello?"), thread_id=thread_id)
+    rt.cancel(thread_id, by="ops", reason="sent by mistake")  # before any worker takes it
+    rt.start_on_thread("react", say("thanks"), thread_id=thread_id)
+    assert rt.run(thread_id).state == "done"
+    found = messages(rt, "react", thread_id)
+    # the answer follows its call, before the next human message
+    assert [m.type for m in found] == ["human", "ai", "tool", "human", "ai"]
+    assert "its run was cancelled" in str(answered(found).content)
+    desk.release()
+    assert isinstance(driving.join(), LeaseLost)
+
+
+@pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
+def test_the_answer_follows_its_call_when_a_failed_run_wrote_a_message_after_it(
+    rt: Runtime, desk: BookingDesk
+) -> None:
+    thread_id, driving = start_booking(rt, desk, "react")
+    rt.cancel(thread_id, by="ops", reason="too slow")
+    desk.release()
+    assert isinstance(driving.join(), LeaseLost)
+    # a message written after the stopped call, by a run that failed without answering it
+    token = parts(rt).registry.get(thread_id).lease_token
+    config = graph_config(thread_id, lease_token=token)
+    rt.graph("react").update_state(config, say("hello?"), as_node="__start__")
+    rt.start_on_thread("react", say("thanks"), thread_id=thread_id)
+    assert rt.run(thread_id).state == "done"
+    found = messages(rt, "react", thread_id)
+    assert [m.type for m in found] == ["human", "ai", "tool", "human", "human", "ai"]
+    text = str(answered(found).content)
+    # what the booking returned, as the ledger kept it: it landed after the cancel
+    assert "applied all the same" in text and "It returned:" in text and "bk-1" in text
+    assert len(desk.bookings) == 1
+
+
+@pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
+def test_two_identical_calls_are_each_answered_with_their_own_effect(
+    rt: Runtime, desk: BookingDesk
+) -> None:
+    thread_id = rt.create_thread().thread_id
+    rt.start_on_thread("twins", say("book me two trips"), thread_id=thread_id)
+    driving = Driving(rt, thread_id)
+    wait_until(lambda: desk.held() == 2, "both booking calls at the provider")
+    rt.cancel(thread_id, by="ops", reason="too slow")
+    desk.release()
+    assert isinstance(driving.join(), LeaseLost)
+    rt.start_on_thread("twins", say("so?"), thread_id=thread_id)
+    assert rt.run(thread_id).state == "done"
+    found = messages(rt, "twins", thread_id)
+    texts = {m.tool_call_id: str(m.content) for m in found if isinstance(m, ToolMessage)}
+    assert set(texts) == {"call_a", "call_b"}
+    booked = [next(b for b in ("bk-1", "bk-2") if b in texts[c]) for c in ("call_a", "call_b")]
+    assert sorted(booked) == ["bk-1", "bk-2"]  # not one receipt given to both

@@ -219,7 +219,6 @@ class Commands:
                 bump=True,
                 conn=conn,
             )
-            self._parts.signals.settle(thread_id, f"the run was cancelled by {by}", by, conn)
 
     def signal(
         self,

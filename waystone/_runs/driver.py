@@ -188,7 +188,7 @@ async def adrive(
 # back (the graph's output, or its error thrown in), and the settled run it returns.
 Steps = Generator[tuple[Any, "RunnableConfig"], Any, Run]
 # Given the graph and the thread's state as the run before left it, as a new run begins.
-OnNewRun = Callable[["CompiledStateGraph[Any]", "StateSnapshot"], object]
+OnNewRun = Callable[["CompiledStateGraph[Any]", "StateSnapshot"], None]
 
 
 def _advance(move: Callable[[], Any]) -> Run | tuple[Any, RunnableConfig]:
@@ -261,14 +261,14 @@ def _steps(
                     out = yield payload, config
             except BaseException as exc:
                 with suppress(Exception):  # best effort: the graph's own error is the one
-                    _flush(graph, run.thread_id)
+                    flush(graph, run.thread_id)
                 if isinstance(exc, Exception) and finished() and ending and ending.ended:
                     # e.g. the recursion limit, checked before "no more tasks": the run
                     # ended with its last checkpoint, whatever the graph says after it
                     logger.warning("the graph raised after its run ended", exc_info=True)
                     return ending.ended
                 raise
-            _flush(graph, run.thread_id)
+            flush(graph, run.thread_id)
             crash_point("run:after-checkpoint")
             payload = None
             snapshot = _reached(out) or graph.get_state(config)
@@ -339,12 +339,12 @@ def _known_empty(
     return known(thread_id) if empty and known is not None else nullcontext()
 
 
-def _flush(graph: CompiledStateGraph[Any], thread_id: str) -> None:
+def flush(graph: CompiledStateGraph[Any], thread_id: str) -> None:
     """Writes the saver still holds for the next save (none, when the graph ended on a
     save, an interrupt or an error) are committed before the run is settled."""
-    flush = getattr(graph.checkpointer, "flush", None)
-    if flush is not None:
-        flush(thread_id)
+    held = getattr(graph.checkpointer, "flush", None)
+    if held is not None:
+        held(thread_id)
 
 
 def _available(snapshot: StateSnapshot | Reached, thread_id: str, signals: SignalBox) -> bool:

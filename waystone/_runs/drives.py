@@ -137,8 +137,8 @@ class Drives:
         :mod:`waystone._runs.stopped_calls`)."""
         registry, ledger = self._parts.registry, self._parts.ledger
 
-        def answer(graph: CompiledStateGraph[Any], snapshot: StateSnapshot) -> int:
-            return answer_stopped_calls(graph, snapshot, claimed, registry, ledger)
+        def answer(graph: CompiledStateGraph[Any], snapshot: StateSnapshot) -> None:
+            answer_stopped_calls(graph, snapshot, claimed, registry, ledger)
 
         return answer
 
@@ -214,7 +214,6 @@ class Drives:
                 lease_token=claimed.lease_token,
                 conn=conn,
             )
-            self._parts.signals.settle(claimed.thread_id, "the run failed", "waystone", conn)
 
 
 def _in_loop() -> bool:

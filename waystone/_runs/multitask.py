@@ -64,6 +64,11 @@ def stopped_as(evidence: dict[str, Any]) -> str | None:
     return how if isinstance(how, str) else None
 
 
+def stopped_in_words(how: str) -> str:
+    """What a multitask strategy did to the run it stopped, as a past participle."""
+    return {"interrupt": "interrupted", "rollback": "rolled back"}.get(how, "superseded")
+
+
 @dataclass(frozen=True)
 class Pending:
     """A run queued behind its thread's current run."""
@@ -187,7 +192,7 @@ class Multitask:
         new_id = run_id_of(thread_id, number)
         registry = self._parts.registry
         for stopping in range(current, number):
-            how = {"interrupt": "interrupted", "rollback": "rolled back"}.get(action, "superseded")
+            how = stopped_in_words(action)
             registry.transition(
                 thread_id,
                 "failed",
@@ -198,7 +203,6 @@ class Multitask:
                 bump=True,
                 conn=conn,
             )
-            self._parts.signals.settle(thread_id, f"the run was {how} by run {new_id}", by, conn)
             begun = self._parts.db.execute("begin_pending", conn=conn, thread_id=thread_id)
             if not begun[0]["begun"]:  # the lock held since the plan forbids it
                 raise RuntimeError(f"run {stopping + 1} of {thread_id} did not begin")

@@ -284,6 +284,17 @@ class RunRegistry:
         past = self.db.fetch_one("past_run_by_start_key", start_key=start_key)
         return self._past(past) if past is not None else None
 
+    def past_run(self, thread_id: str, run_id: str, before: int) -> PastRun | None:
+        """The thread's run ``run_id``, if it is one of those before its ``before``-th run:
+        its number is found from the id (derived, never stored), its row read by key."""
+        number = next(
+            (n for n in range(before - 1, 0, -1) if run_id_of(thread_id, n) == run_id), None
+        )
+        if number is None:
+            return None
+        row = self.db.fetch_one("past_run", thread_id=thread_id, number=number)
+        return self._past(row) if row is not None else None
+
     def past_runs(self, thread_id: str) -> list[PastRun]:
         """The runs of a thread that ended before its current run began, in order."""
         return [self._past(r) for r in self.db.fetch_all("past_runs", thread_id=thread_id)]

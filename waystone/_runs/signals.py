@@ -9,6 +9,7 @@ from typing import Any
 
 from waystone._checkpointing.database import Conn, Database
 from waystone._identifiers import check_identifier
+from waystone.errors import TransitionNotAllowed
 
 APPROVAL = "approval"  # the signal that carries a person's decision on an approval
 RESUME = "resume"  # the signal that carries the value answering a graph's interrupt()
@@ -55,7 +56,8 @@ class SignalBox:
         conn: Conn | None = None,
     ) -> tuple[Signal, bool]:
         """Record a signal; if one with the same dedupe key exists, return it and ``False``.
-        With ``conn``, inside the caller's transaction."""
+        With ``conn``, inside the caller's transaction. A new one is refused
+        (:class:`TransitionNotAllowed`) once the thread's run has ended."""
         rows = self.db.execute(
             "record_signal",
             conn=conn,
@@ -68,7 +70,11 @@ class SignalBox:
         if rows:
             return self._signal(rows[0]), True
         existing = self.get(thread_id, name, dedupe_key, conn=conn)
-        assert existing is not None
+        if existing is None:
+            raise TransitionNotAllowed(
+                f"run {thread_id} has ended (done or failed) and takes no signals; "
+                "requeue it first if it should go on"
+            )
         return existing, False
 
     def get(
@@ -91,19 +97,6 @@ class SignalBox:
 
     def consume(self, signal_id: int, conn: Conn | None = None) -> None:
         self.db.execute("consume_signal", conn=conn, id=signal_id)
-
-    def settle(self, thread_id: str, reason: str, actor: str, conn: Conn | None = None) -> int:
-        """Consume every signal still pending for the thread's run, which has stopped: an
-        event lists them with ``reason``. In the stop's transaction (``conn``), after its
-        transition; how many were settled."""
-        rows = self.db.execute(
-            "settle_signals",
-            conn=conn,
-            thread_id=thread_id,
-            reason=self.redact(reason),
-            actor=actor,
-        )
-        return len(rows)
 
     def reopen_settled(self, thread_id: str, conn: Conn | None = None) -> int:
         """The signals the stop of the thread's run settled, pending again: for the run

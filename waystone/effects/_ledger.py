@@ -49,6 +49,7 @@ class Effect:
     # monotonic time before this process's last write of it that checked the lease token
     # (the fence): the run was still this lease's then (None: no such write)
     fenced_at: float | None = None
+    tool_call_id: str | None = None  # the model's tool call it was made for, if any
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Effect:
@@ -106,6 +107,20 @@ class Ledger:
     def for_thread(self, thread_id: str) -> list[Effect]:
         return [self._effect(r) for r in self.db.fetch_all("list_effects", thread_id=thread_id)]
 
+    def for_tool_calls(
+        self, thread_id: str, tool_call_ids: list[str], tools: list[str], since: datetime | None
+    ) -> list[Effect]:
+        """The thread's effects made for those tool calls; and its effects of ``tools``
+        made after ``since`` for no known tool call (``since`` None: none of those)."""
+        rows = self.db.fetch_all(
+            "effects_of_tool_calls",
+            thread_id=thread_id,
+            tool_call_ids=tool_call_ids,
+            tools=tools,
+            since=since,
+        )
+        return [self._effect(r) for r in rows]
+
     def seconds_to_deadline(self, key: str, timeout_s: float) -> float:
         """Seconds until the latest deadline a call of the effect was sent with has passed,
         by the database's clock (negative: passed); ``timeout_s`` stands in for a call that
@@ -123,10 +138,13 @@ class Ledger:
         args: dict[str, Any],
         timeout_s: float | None,
         fence: int | None = None,
+        tool_call_id: str | None = None,
     ) -> tuple[Effect, bool]:
         """The effect for ``key``: a new intent, committed (and ``True``), or the row the
         ledger already holds (and ``False``), which this call leaves as it is."""
-        row = self._intent("open_intent", key, thread_id, ordinal, tool, args, timeout_s, fence)
+        row = self._intent(
+            "open_intent", key, thread_id, ordinal, tool, args, timeout_s, fence, tool_call_id
+        )
         if row is None:
             # another run (a fork and its origin share keys) inserted the key while this
             # statement ran: its snapshot cannot see that row, a new statement does
@@ -258,9 +276,12 @@ class Ledger:
         args: dict[str, Any],
         timeout_s: float | None,
         fence: int | None = None,
+        tool_call_id: str | None = None,
     ) -> Effect:
         """Commit the intent (or count one more attempt) before calling the provider."""
-        row = self._intent("record_intent", key, thread_id, ordinal, tool, args, timeout_s, fence)
+        row = self._intent(
+            "record_intent", key, thread_id, ordinal, tool, args, timeout_s, fence, tool_call_id
+        )
         assert row is not None
         return self._wrote(self._effect(row), fence, thread_id)
 
@@ -274,8 +295,9 @@ class Ledger:
         args: dict[str, Any],
         timeout_s: float | None,
         fence: int | None,
+        tool_call_id: str | None = None,
     ) -> dict[str, Any] | None:
-        params = self._intent_params(key, thread_id, ordinal, tool, args, timeout_s)
+        params = self._intent_params(key, thread_id, ordinal, tool, args, timeout_s, tool_call_id)
         sent = time.monotonic()
         row = self.db.fetch_one(query, fence=fence, **params)
         if row is not None and fence is not None:
@@ -290,6 +312,7 @@ class Ledger:
         tool: str,
         args: dict[str, Any],
         timeout_s: float | None,
+        tool_call_id: str | None = None,
     ) -> dict[str, Any]:
         return {
             "key": key,
@@ -300,6 +323,7 @@ class Ledger:
             # the deadline of the call it is for, kept for a provider that does not
             # deduplicate (deadline_of); None: not kept
             "timeout_s": timeout_s,
+            "tool_call_id": tool_call_id,
         }
 
     def interrupted(self, key: str, fence: int | None, note: Note) -> Effect | None:

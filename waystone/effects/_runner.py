@@ -75,6 +75,7 @@ class EffectRunner:
                 args=action["args"],
                 timeout_s=_kept(tool),
                 fence=self.fence,
+                tool_call_id=action.get("tool_call_id"),
             )
         if fresh:  # the intent of the first attempt is committed: call the provider
             step, after, result = self._apply(thread_id, action, tool, recorded=row)
@@ -283,6 +284,7 @@ class EffectRunner:
             args=args,
             timeout_s=_kept(tool),
             fence=self.fence,
+            tool_call_id=action.get("tool_call_id"),
         )
         if row.attempts > tool.retry.max_attempts:
             reason = (

@@ -243,6 +243,12 @@ def receipt_of(name: str, output: Any) -> Receipt:
     return {"kept": False, "type": type(output).__name__}
 
 
+def kept_content(receipt: Receipt | None) -> Any:
+    """The content of the message :func:`receipt_of` kept, ``None`` when it kept none."""
+    kept = (receipt or {}).get("message")
+    return kept.get("content") if isinstance(kept, dict) else None
+
+
 def _json(value: Any) -> bool:
     try:
         canonical_json(value)

@@ -38,6 +38,12 @@ RETURNING r.*,
 -- name: past_run_by_start_key
 SELECT * FROM waystone.thread_runs WHERE start_key = %(start_key)s;
 
+-- name: past_run
+-- One run of a thread that ended before its current one began.
+SELECT thread_id, number, agent, goal, input, start_key, state, reason, evidence, attempts,
+       last_event, created_at, ended_at
+FROM waystone.thread_runs WHERE thread_id = %(thread_id)s AND number = %(number)s;
+
 -- name: past_runs
 -- The runs of a thread that ended before its current one began, in order.
 SELECT * FROM waystone.thread_runs WHERE thread_id = %(thread_id)s ORDER BY number;
@@ -456,8 +462,14 @@ VALUES (%(thread_id)s, %(kind)s, %(reason)s, %(evidence)s, %(actor)s, %(lease_to
 SELECT * FROM waystone.run_events WHERE thread_id = %(thread_id)s ORDER BY id;
 
 -- name: record_signal
+-- Only while the thread's run can still use it: a run that failed had its signals settled
+-- as it failed (settle_signals), and one recorded after would stay pending for good. FOR
+-- SHARE waits for a stop in progress, and then sees the run as it left it.
 INSERT INTO waystone.signals (thread_id, name, dedupe_key, payload, actor)
-VALUES (%(thread_id)s, %(name)s, %(dedupe_key)s, %(payload)s, %(actor)s)
+SELECT %(thread_id)s, %(name)s, %(dedupe_key)s, %(payload)s, %(actor)s
+FROM waystone.runs r
+WHERE r.thread_id = %(thread_id)s AND r.state NOT IN ('done', 'failed')
+FOR SHARE OF r
 ON CONFLICT (thread_id, name, dedupe_key) DO NOTHING
 RETURNING *;
 
@@ -474,25 +486,6 @@ ORDER BY id;
 UPDATE waystone.signals SET consumed_at = clock_timestamp()
 WHERE id = %(id)s AND consumed_at IS NULL
 RETURNING id;
-
--- name: settle_signals
--- A run stopped (cancelled, stopped by a double-text, failed): the signals and values
--- addressed to it that it never used are consumed, with an event listing them and why,
--- so none is left pending. In the stop's transaction, after its transition.
-WITH spent AS (
-    UPDATE waystone.signals SET consumed_at = clock_timestamp()
-    WHERE thread_id = %(thread_id)s AND consumed_at IS NULL
-    RETURNING id, name
-), noted AS (
-    INSERT INTO waystone.run_events (thread_id, kind, reason, evidence, actor)
-    SELECT %(thread_id)s, 'signals-settled', %(reason)s,
-           jsonb_build_object('signals', jsonb_agg(jsonb_build_object('id', id, 'name', name)
-                                                   ORDER BY id)),
-           %(actor)s
-    FROM spent
-    HAVING count(*) > 0
-)
-SELECT id, name FROM spent;
 
 -- name: reopen_settled_signals
 -- A stopped run requeued: the signals its stop settled (the last signals-settled event
@@ -520,12 +513,28 @@ SELECT * FROM waystone.effects WHERE key = %(key)s;
 -- name: list_effects
 SELECT * FROM waystone.effects WHERE thread_id = %(thread_id)s ORDER BY ordinal, created_at;
 
+-- name: effects_of_tool_calls
+-- The effects made for the given tool calls of a thread; and, of the thread's effects
+-- made since %(since)s for no tool call that it knows (older rows), those of the tools.
+SELECT key, thread_id, ordinal, tool, args, status, attempts, receipt, confirmation,
+       error, created_at, updated_at, tool_call_id
+FROM waystone.effects
+WHERE thread_id = %(thread_id)s AND tool_call_id = ANY(%(tool_call_ids)s)
+UNION ALL
+SELECT key, thread_id, ordinal, tool, args, status, attempts, receipt, confirmation,
+       error, created_at, updated_at, tool_call_id
+FROM waystone.effects
+WHERE thread_id = %(thread_id)s AND tool_call_id IS NULL AND tool = ANY(%(tools)s)
+  AND created_at > %(since)s;
+
 -- name: record_intent
 -- The intent is committed before the call; a second intent for the same key (a retry)
 -- only counts the attempt. Each one moves the effect's deadline (deadline_of).
 WITH counted AS (
-    INSERT INTO waystone.effects (key, thread_id, ordinal, tool, args, status, attempts)
-    VALUES (%(key)s, %(thread_id)s, %(ordinal)s, %(tool)s, %(args)s, 'intent', 1)
+    INSERT INTO waystone.effects
+        (key, thread_id, ordinal, tool, args, status, attempts, tool_call_id)
+    VALUES (%(key)s, %(thread_id)s, %(ordinal)s, %(tool)s, %(args)s, 'intent', 1,
+            %(tool_call_id)s)
     ON CONFLICT (key) DO UPDATE
     SET attempts = waystone.effects.attempts + 1, updated_at = clock_timestamp(),
         status = CASE WHEN waystone.effects.status IN ('unknown', 'intent', 'interrupted',
@@ -552,8 +561,10 @@ SET deadline = greatest(waystone.effect_deadlines.deadline, EXCLUDED.deadline)
 -- The first intent for a key, committed before the first call (fresh = true); or the row
 -- already there (a resumed run, a fork), unchanged (fresh = false). One round trip.
 WITH counted AS (
-    INSERT INTO waystone.effects (key, thread_id, ordinal, tool, args, status, attempts)
-    VALUES (%(key)s, %(thread_id)s, %(ordinal)s, %(tool)s, %(args)s, 'intent', 1)
+    INSERT INTO waystone.effects
+        (key, thread_id, ordinal, tool, args, status, attempts, tool_call_id)
+    VALUES (%(key)s, %(thread_id)s, %(ordinal)s, %(tool)s, %(args)s, 'intent', 1,
+            %(tool_call_id)s)
     ON CONFLICT (key) DO NOTHING
     RETURNING *
 ), deadline AS (
@@ -568,8 +579,10 @@ WHERE key = %(key)s AND NOT EXISTS (SELECT 1 FROM counted);
 -- The first intent for a key, committed in the transaction of the run's next checkpoint
 -- (authorize's, once it approves the action): the row when this inserted it; none when
 -- the key was there already (a fork and its origin share keys), which it leaves as it is.
-INSERT INTO waystone.effects (key, thread_id, ordinal, tool, args, status, attempts)
-VALUES (%(key)s, %(thread_id)s, %(ordinal)s, %(tool)s, %(args)s, 'intent', 1)
+INSERT INTO waystone.effects
+    (key, thread_id, ordinal, tool, args, status, attempts, tool_call_id)
+VALUES (%(key)s, %(thread_id)s, %(ordinal)s, %(tool)s, %(args)s, 'intent', 1,
+        %(tool_call_id)s)
 ON CONFLICT (key) DO NOTHING
 RETURNING *;
 

@@ -122,6 +122,27 @@ END $$;
 CREATE TRIGGER runs_check_transition BEFORE INSERT OR UPDATE ON waystone.runs
     FOR EACH ROW EXECUTE FUNCTION waystone.check_transition();
 
+-- A run that fails (cancelled, stopped by a double-text, an error, a wait that timed out)
+-- takes no more signals: those addressed to it that it never used are consumed, with an
+-- event listing them and why, so none is left listed as pending. Requeued, the run has
+-- them back (reopen_settled_signals).
+CREATE FUNCTION waystone.settle_signals(thread text, why text, who text) RETURNS void
+    LANGUAGE plpgsql AS $$
+BEGIN
+    WITH spent AS (
+        UPDATE waystone.signals SET consumed_at = clock_timestamp()
+        WHERE thread_id = thread AND consumed_at IS NULL
+        RETURNING id, name
+    )
+    INSERT INTO waystone.run_events (thread_id, kind, reason, evidence, actor)
+    SELECT thread, 'signals-settled', 'the run failed: ' || why,
+           jsonb_build_object('signals', jsonb_agg(jsonb_build_object('id', id, 'name', name)
+                                                   ORDER BY id)),
+           coalesce(who, 'waystone')
+    FROM spent
+    HAVING count(*) > 0;
+END $$;
+
 CREATE FUNCTION waystone.record_transition() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'INSERT' THEN
@@ -151,6 +172,9 @@ BEGIN
             (thread_id, kind, from_state, to_state, reason, evidence, actor, lease_token)
         VALUES (NEW.thread_id, 'transition', OLD.state, NEW.state, NEW.reason, NEW.evidence,
                 NEW.actor, NEW.lease_token);
+        IF NEW.state = 'failed' THEN
+            PERFORM waystone.settle_signals(NEW.thread_id, NEW.reason, NEW.actor);
+        END IF;
     END IF;
     RETURN NULL;
 END $$;
@@ -214,10 +238,13 @@ CREATE TABLE waystone.effects (
     confirmation jsonb,
     error        text,
     created_at   timestamptz NOT NULL DEFAULT clock_timestamp(),
-    updated_at   timestamptz NOT NULL DEFAULT clock_timestamp()
+    updated_at   timestamptz NOT NULL DEFAULT clock_timestamp(),
+    tool_call_id text            -- the model's tool call it was made for, if any
 );
 
 CREATE INDEX effects_thread_idx ON waystone.effects (thread_id, ordinal);
+CREATE INDEX effects_tool_call_idx ON waystone.effects (thread_id, tool_call_id)
+    WHERE tool_call_id IS NOT NULL;
 
 -- The latest deadline a call of each effect was sent with (written with its intent): a
 -- lookup that finds nothing is trusted only once it has passed, whoever made the call.
