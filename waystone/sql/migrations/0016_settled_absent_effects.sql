@@ -1,4 +1,4 @@
--- Version 18.
+-- Version 16.
 -- A person who checked the provider can settle an open effect of a run nobody drives:
 -- 'absent' records that the provider shows no such effect, so the re-run makes the call
 -- again under its key (as a lookup that proves absence does). An older process reads the

@@ -1,4 +1,4 @@
--- Version 17.
+-- Version 15.
 -- The claims that resumed a run (a transition to running, a lease taken over), by thread
 -- and time: a step's time on a run's page starts at the latest one inside the step, read
 -- by this index instead of every event of the thread. Only those events are indexed (a
