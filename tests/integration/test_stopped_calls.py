@@ -48,8 +48,8 @@ def gates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @tool
 def broken_book(city: str) -> str:
-    """Book a trip to a city (its provider is down)."""
-    raise ConnectionError(f"the booking provider refused the connection for {city}")
+    """Book a trip to a city (its provider rejects every booking)."""
+    raise RuntimeError(f"the booking provider rejected the booking for {city}")
 
 
 def broken_agent() -> Any:
