@@ -451,3 +451,51 @@ def test_a_command_a_tool_returned_is_given_back_when_its_node_runs_again(rt: Ru
     assert results(rt, "hands", thread_id)["call_hand_off"] == "handed to billing"
     [row] = [e for e in history["effects"] if e["tool"] == "hand_off"]
     assert "command" in row["receipt"]
+
+
+@pytest.mark.timeout(60)  # the hang it guards against fails the test
+@pytest.mark.parametrize("inner", ["sync-tool", "async-effect"])
+def test_many_parallel_calls_on_an_event_loop_do_not_exhaust_its_threads(
+    rt: Runtime, inner: str
+) -> None:
+    """Each call's ledger work holds a thread while the tool runs; the tool needs one of
+    the loop's threads too (a sync tool; an async ``@effect``'s ledger work)."""
+    calls: Counter[str] = Counter()
+
+    @waystone.effect
+    async def note(order_id: str) -> dict[str, Any]:
+        calls["note"] += 1
+        return {"noted": order_id}
+
+    @tool
+    def book(order_id: str) -> str:
+        """Book an order."""
+        calls["book"] += 1
+        return f"booked {order_id}"
+
+    @tool("book")
+    async def abook(order_id: str) -> str:
+        """Book an order."""
+        calls["book"] += 1
+        return f"booked {(await note(order_id=order_id))['noted']}"
+
+    @tool
+    async def look(order_id: str) -> str:
+        """Look an order up (async alone, as an MCP tool)."""
+        return f"{order_id} is in stock"
+
+    many = 12
+    turn = AIMessage(
+        content="",
+        tool_calls=[
+            {"name": "book", "args": {"order_id": str(n)}, "id": f"call_{n}"} for n in range(many)
+        ],
+    )
+    model = ConversationModel(responses=[turn, AIMessage("done")])
+    booking = book if inner == "sync-tool" else abook
+    rt.register_graph("many", create_react_agent(model, [booking, look], version="v1"))
+    done = rt.invoke("many", SAID)
+    assert done.state == "done", done
+    assert calls["book"] == many
+    assert calls["note"] == (many if inner == "async-effect" else 0)
+    assert len(results(rt, "many", done.thread_id)) == many
