@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Annotated, Any
 
 import pytest
+from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import (
     BaseTool,
@@ -20,6 +21,7 @@ from langchain_core.tools import (
     tool,
 )
 from langgraph.prebuilt import ToolNode, create_react_agent
+from langgraph.prebuilt.chat_agent_executor import AgentState
 from langgraph.types import Command, interrupt
 
 import waystone
@@ -499,3 +501,29 @@ def test_many_parallel_calls_on_an_event_loop_do_not_exhaust_its_threads(
     assert calls["book"] == many
     assert calls["note"] == (many if inner == "async-effect" else 0)
     assert len(results(rt, "many", done.thread_id)) == many
+
+
+def test_a_command_with_any_state_value_is_given_back_as_it_was(rt: Runtime) -> None:
+    """The kept ``Command`` goes through the saver's serializer, as the state it updates:
+    what a checkpoint can hold, the replay gives back (here a ``Document``)."""
+    class State(AgentState):
+        found: list[Document]
+
+    calls: Counter[str] = Counter()
+
+    @tool
+    def search(query: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command[Any]:
+        """Search the documents."""
+        calls["search"] += 1
+        said = ToolMessage("found one", tool_call_id=tool_call_id, name="search")
+        return Command(update={"messages": [said], "found": [Document(page_content=query)]})
+
+    tools = Tools()
+    turn = AIMessage(content="", tool_calls=[call("search", query="refunds"), ASK])
+    model = ConversationModel(responses=[turn, AIMessage("done")])
+    graph = create_react_agent(model, [search, tools.ask], state_schema=State, version="v1")
+    thread_id, history = answered(rt, "documents", graph)
+    assert calls["search"] == 1
+    values = rt.graph("documents").get_state(rt.config(thread_id)).values
+    assert values["found"] == [Document(page_content="refunds")]
+    assert results(rt, "documents", thread_id)["call_search"] == "found one"
