@@ -506,6 +506,7 @@ def test_many_parallel_calls_on_an_event_loop_do_not_exhaust_its_threads(
 def test_a_command_with_any_state_value_is_given_back_as_it_was(rt: Runtime) -> None:
     """The kept ``Command`` goes through the saver's serializer, as the state it updates:
     what a checkpoint can hold, the replay gives back (here a ``Document``)."""
+
     class State(AgentState):
         found: list[Document]
 
@@ -527,3 +528,56 @@ def test_a_command_with_any_state_value_is_given_back_as_it_was(rt: Runtime) -> 
     values = rt.graph("documents").get_state(rt.config(thread_id)).values
     assert values["found"] == [Document(page_content="refunds")]
     assert results(rt, "documents", thread_id)["call_search"] == "found one"
+
+
+@pytest.mark.parametrize("driven", ["sync", "async"])
+def test_a_catch_all_wrapper_of_the_users_does_not_swallow_a_needs_human(
+    rt: Runtime, driven: str
+) -> None:
+    """A ``wrap_tool_call`` that turns every exception into a message for the model would
+    let it call the tool again under a new call id: the run stops all the same."""
+    from waystone.errors import UnknownOutcome
+
+    calls: Counter[str] = Counter()
+
+    @waystone.effect
+    def charge(order_id: str) -> dict[str, Any]:
+        calls["charge"] += 1
+        raise UnknownOutcome(f"the charge of {order_id} timed out")
+
+    @tool
+    def pay(order_id: str) -> str:
+        """Pay for an order."""
+        return str(charge(order_id=order_id))
+
+    def told(request: Any, error: Exception) -> ToolMessage:
+        return ToolMessage(f"error: {error}", tool_call_id=request.tool_call["id"], status="error")
+
+    def catch_all(request: Any, execute: Any) -> Any:
+        try:
+            return execute(request)
+        except Exception as exc:
+            return told(request, exc)
+
+    async def acatch_all(request: Any, execute: Any) -> Any:
+        try:
+            return await execute(request)
+        except Exception as exc:
+            return told(request, exc)
+
+    paying = waystone.durable_tool(pay, effects_inside=True)
+    turn = AIMessage(content="", tool_calls=[call("pay", order_id="5")])
+    again = AIMessage(content="", tool_calls=[{**call("pay", order_id="5"), "id": "call_pay_2"}])
+    model = ConversationModel(responses=[turn, again, AIMessage("done")])
+    if driven == "sync":
+        node = ToolNode([paying], wrap_tool_call=catch_all)
+    else:
+        node = ToolNode([paying], awrap_tool_call=acatch_all)
+    rt.register_graph("pays_caught", create_react_agent(model, node))
+    if driven == "sync":
+        stopped = rt.invoke("pays_caught", SAID)
+    else:
+        stopped = asyncio.run(rt.ainvoke("pays_caught", SAID))
+    assert stopped.state == "needs-human", stopped
+    assert "charge" in str(stopped.reason)
+    assert calls["charge"] == 1

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from waystone.effects._kinds import ToolKind, tool_kind
 from waystone.effects._read_only import aagain, again
-from waystone.effects._stop import Stop, routed
+from waystone.effects._stop import Stop, routed, stops_kept
 from waystone.effects._tool_calls import AExecute, Execute, LedgeredCall
 from waystone.effects.lc_tools import DurableTool
 
@@ -78,12 +78,19 @@ def _routed(node: ToolNode) -> ToolNode:
 
 
 def _unstopping(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``func`` raising the error a :class:`Stop` carries, also when a wrapper of the
+    user's caught it and the node returned."""
+
     @functools.wraps(func)
     def run(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except Stop as stop:
-            raise stop.error from stop.error.__cause__
+        with stops_kept() as kept:
+            try:
+                out = func(*args, **kwargs)
+            except Stop as stop:
+                raise stop.error from stop.error.__cause__
+        if kept:
+            raise kept[0].error from kept[0].error.__cause__
+        return out
 
     return run
 
@@ -91,10 +98,14 @@ def _unstopping(func: Callable[..., Any]) -> Callable[..., Any]:
 def _aunstopping(func: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
     @functools.wraps(func)
     async def run(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return await func(*args, **kwargs)
-        except Stop as stop:
-            raise stop.error from stop.error.__cause__
+        with stops_kept() as kept:
+            try:
+                out = await func(*args, **kwargs)
+            except Stop as stop:
+                raise stop.error from stop.error.__cause__
+        if kept:
+            raise kept[0].error from kept[0].error.__cause__
+        return out
 
     return run
 
