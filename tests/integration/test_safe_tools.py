@@ -581,3 +581,57 @@ def test_a_catch_all_wrapper_of_the_users_does_not_swallow_a_needs_human(
     assert stopped.state == "needs-human", stopped
     assert "charge" in str(stopped.reason)
     assert calls["charge"] == 1
+
+
+def test_a_tool_that_acts_between_two_interrupts_is_not_made_again(rt: Runtime) -> None:
+    """Code before an ``interrupt()`` runs again on resume: after an answered interrupt it
+    may have acted, so the call's intent stays open and a person looks."""
+    calls: Counter[str] = Counter()
+
+    @tool
+    def book_twice_asked(order_id: str) -> str:
+        """Ask, book, ask again."""
+        interrupt({"book": order_id})
+        calls["book"] += 1
+        return f"told: {interrupt({'booked': order_id})}"
+
+    turn = AIMessage(content="", tool_calls=[call("book_twice_asked", order_id="7")])
+    model = ConversationModel(responses=[turn, AIMessage("done")])
+    rt.register_graph("asks_twice", create_react_agent(model, [book_twice_asked]))
+    waiting = rt.invoke("asks_twice", SAID)
+    assert waiting.state == "waiting", waiting
+    rt.resume(waiting.thread_id, "yes")
+    again = rt.run(waiting.thread_id)
+    assert again.state == "waiting", again  # the second interrupt
+    rt.resume(again.thread_id, "yes")
+    stopped = rt.run(again.thread_id)
+    assert stopped.state == "needs-human", stopped
+    assert calls["book"] == 1
+    history = rt.history(stopped.thread_id)
+    assert [e["status"] for e in history["effects"]] == ["intent"]
+    assert "effect-left-open" in {e["kind"] for e in history["events"]}
+
+
+def test_a_tool_that_sent_a_request_before_its_interrupt_is_not_made_again(
+    rt: Runtime, provider: Any
+) -> None:
+    from waystone.effects import http
+
+    calls: Counter[str] = Counter()
+
+    @tool
+    def send_then_ask(order_id: str) -> str:
+        """Send a request, then ask."""
+        calls["send"] += 1
+        http.request("GET", f"{provider.url}/nowhere/{order_id}", timeout=5, not_found_ok=True)
+        return f"asked: {interrupt({'sent': order_id})}"
+
+    turn = AIMessage(content="", tool_calls=[call("send_then_ask", order_id="8")])
+    model = ConversationModel(responses=[turn, AIMessage("done")])
+    rt.register_graph("sends", create_react_agent(model, [send_then_ask]))
+    waiting = rt.invoke("sends", SAID)
+    assert waiting.state == "waiting", waiting
+    rt.resume(waiting.thread_id, "yes")
+    stopped = rt.run(waiting.thread_id)
+    assert stopped.state == "needs-human", stopped
+    assert calls["send"] == 1
