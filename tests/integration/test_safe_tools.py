@@ -635,3 +635,30 @@ def test_a_tool_that_sent_a_request_before_its_interrupt_is_not_made_again(
     stopped = rt.run(waiting.thread_id)
     assert stopped.state == "needs-human", stopped
     assert calls["send"] == 1
+
+
+@pytest.mark.parametrize("hints", [{"readOnlyHint": True}, {"idempotentHint": True}])
+def test_a_transport_error_is_retried_when_the_tool_node_handles_errors(
+    rt: Runtime, hints: dict[str, bool]
+) -> None:
+    """``handle_tool_errors=True`` makes an error a message inside ``ToolNode``: the retry
+    a read-only or idempotent tool gets happens before that."""
+    import httpx
+
+    calls: Counter[str] = Counter()
+
+    def look(order_id: str) -> str:
+        calls["look"] += 1
+        if calls["look"] == 1:
+            raise httpx.ConnectError("refused")
+        return f"{order_id} is in stock"
+
+    flaky = StructuredTool.from_function(look, description="Look.", metadata=hints)
+    turn = AIMessage(content="", tool_calls=[call("look", order_id="1001")])
+    model = ConversationModel(responses=[turn, AIMessage("done")])
+    node = ToolNode([flaky], handle_tool_errors=True)
+    rt.register_graph("handled_flaky", create_react_agent(model, node))
+    done = rt.invoke("handled_flaky", SAID)
+    assert done.state == "done", done
+    assert calls["look"] == 2
+    assert results(rt, "handled_flaky", done.thread_id) == {"call_look": "1001 is in stock"}

@@ -22,6 +22,7 @@ from langgraph.types import Command
 
 from waystone.effects._keys import canonical_json
 from waystone.effects._kinds import ToolKind
+from waystone.effects._proxy import tool_through
 from waystone.effects._transport import classify_transport
 from waystone.effects.context import CallSite, call_site
 from waystone.effects.inline import EffectSpec
@@ -74,7 +75,9 @@ class LedgeredCall:
     def call(self, execute: Execute) -> Any:
         def apply(given: dict[str, Any]) -> Any:
             try:
-                out = execute(self.request)
+                out = execute(self._escaping())
+            except Escaped as escaped:
+                raise self._failed(escaped.error) from escaped.error
             except GraphBubbleUp:
                 raise
             except Exception as exc:
@@ -94,7 +97,9 @@ class LedgeredCall:
     async def acall(self, execute: AExecute) -> Any:
         async def apply(given: dict[str, Any]) -> Any:
             try:
-                out = await execute(self.request)
+                out = await execute(self._escaping())
+            except Escaped as escaped:
+                raise self._failed(escaped.error) from escaped.error
             except GraphBubbleUp:
                 raise
             except Exception as exc:
@@ -110,6 +115,15 @@ class LedgeredCall:
         except PermanentError as exc:
             raise self._raised(exc) from exc.__cause__
         return self._answer(receipt)
+
+    def _escaping(self) -> ToolCallRequest:
+        """The request, its tool's transport errors let out past ``ToolNode``'s error
+        handling (which would make them a message) to be classified here."""
+        if self.request.tool is None:
+            return self.request
+        return self.request.override(
+            tool=tool_through(self.request.tool, _escape, _aescape, self.request)
+        )
 
     def _args(self) -> dict[str, Any]:
         args = dict(self.tool_call.get("args") or {})
@@ -153,6 +167,38 @@ class LedgeredCall:
             name=self.name,
             tool_call_id=str(self.tool_call.get("id") or ""),
         )
+
+
+class Escaped(GraphBubbleUp):
+    """A tool's transport error, carried through ``ToolNode`` unchanged."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _escape(call: Callable[[], Any], request: ToolCallRequest) -> Any:
+    del request
+    try:
+        return call()
+    except GraphBubbleUp:
+        raise
+    except Exception as exc:
+        if classify_transport(exc) is None:
+            raise
+        raise Escaped(exc) from exc
+
+
+async def _aescape(call: Callable[[], Awaitable[Any]], request: ToolCallRequest) -> Any:
+    del request
+    try:
+        return await call()
+    except GraphBubbleUp:
+        raise
+    except Exception as exc:
+        if classify_transport(exc) is None:
+            raise
+        raise Escaped(exc) from exc
 
 
 def receipt_of(

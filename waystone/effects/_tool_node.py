@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from waystone.effects._kinds import ToolKind, tool_kind
-from waystone.effects._read_only import aagain, again
+from waystone.effects._read_only import retrying
 from waystone.effects._stop import Stop, routed, stops_kept
 from waystone.effects._tool_calls import AExecute, Execute, LedgeredCall
 from waystone.effects.lc_tools import DurableTool
@@ -123,7 +123,7 @@ def call_tool(request: ToolCallRequest, execute: Execute) -> Any:
     kind = _kind(request)
     with routed():
         if kind is ToolKind.READ_ONLY:
-            return again(lambda: execute(request), request)
+            return execute(retrying(request))
         if kind in (ToolKind.AT_MOST_ONCE, ToolKind.IDEMPOTENT):
             return LedgeredCall(request, kind).call(execute)
         return execute(request)  # a durable tool's own ledger; effects inside; no tool
@@ -134,7 +134,7 @@ async def acall_tool(request: ToolCallRequest, execute: AExecute) -> Any:
     kind = _kind(request)
     with routed():
         if kind is ToolKind.READ_ONLY:
-            return await aagain(lambda: execute(request), request)
+            return await execute(retrying(request))
         if kind in (ToolKind.AT_MOST_ONCE, ToolKind.IDEMPOTENT):
             return await LedgeredCall(request, kind).acall(execute)
         return await execute(request)
