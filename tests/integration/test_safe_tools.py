@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Annotated, Any
 
 import pytest
+from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import (
     BaseTool,
@@ -20,6 +21,7 @@ from langchain_core.tools import (
     tool,
 )
 from langgraph.prebuilt import ToolNode, create_react_agent
+from langgraph.prebuilt.chat_agent_executor import AgentState
 from langgraph.types import Command, interrupt
 
 import waystone
@@ -451,3 +453,212 @@ def test_a_command_a_tool_returned_is_given_back_when_its_node_runs_again(rt: Ru
     assert results(rt, "hands", thread_id)["call_hand_off"] == "handed to billing"
     [row] = [e for e in history["effects"] if e["tool"] == "hand_off"]
     assert "command" in row["receipt"]
+
+
+@pytest.mark.timeout(60)  # the hang it guards against fails the test
+@pytest.mark.parametrize("inner", ["sync-tool", "async-effect"])
+def test_many_parallel_calls_on_an_event_loop_do_not_exhaust_its_threads(
+    rt: Runtime, inner: str
+) -> None:
+    """Each call's ledger work holds a thread while the tool runs; the tool needs one of
+    the loop's threads too (a sync tool; an async ``@effect``'s ledger work)."""
+    calls: Counter[str] = Counter()
+
+    @waystone.effect
+    async def note(order_id: str) -> dict[str, Any]:
+        calls["note"] += 1
+        return {"noted": order_id}
+
+    @tool
+    def book(order_id: str) -> str:
+        """Book an order."""
+        calls["book"] += 1
+        return f"booked {order_id}"
+
+    @tool("book")
+    async def abook(order_id: str) -> str:
+        """Book an order."""
+        calls["book"] += 1
+        return f"booked {(await note(order_id=order_id))['noted']}"
+
+    @tool
+    async def look(order_id: str) -> str:
+        """Look an order up (async alone, as an MCP tool)."""
+        return f"{order_id} is in stock"
+
+    many = 12
+    turn = AIMessage(
+        content="",
+        tool_calls=[
+            {"name": "book", "args": {"order_id": str(n)}, "id": f"call_{n}"} for n in range(many)
+        ],
+    )
+    model = ConversationModel(responses=[turn, AIMessage("done")])
+    booking = book if inner == "sync-tool" else abook
+    rt.register_graph("many", create_react_agent(model, [booking, look], version="v1"))
+    done = rt.invoke("many", SAID)
+    assert done.state == "done", done
+    assert calls["book"] == many
+    assert calls["note"] == (many if inner == "async-effect" else 0)
+    assert len(results(rt, "many", done.thread_id)) == many
+
+
+def test_a_command_with_any_state_value_is_given_back_as_it_was(rt: Runtime) -> None:
+    """The kept ``Command`` goes through the saver's serializer, as the state it updates:
+    what a checkpoint can hold, the replay gives back (here a ``Document``)."""
+
+    class State(AgentState):
+        found: list[Document]
+
+    calls: Counter[str] = Counter()
+
+    @tool
+    def search(query: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command[Any]:
+        """Search the documents."""
+        calls["search"] += 1
+        said = ToolMessage("found one", tool_call_id=tool_call_id, name="search")
+        return Command(update={"messages": [said], "found": [Document(page_content=query)]})
+
+    tools = Tools()
+    turn = AIMessage(content="", tool_calls=[call("search", query="refunds"), ASK])
+    model = ConversationModel(responses=[turn, AIMessage("done")])
+    graph = create_react_agent(model, [search, tools.ask], state_schema=State, version="v1")
+    thread_id, history = answered(rt, "documents", graph)
+    assert calls["search"] == 1
+    values = rt.graph("documents").get_state(rt.config(thread_id)).values
+    assert values["found"] == [Document(page_content="refunds")]
+    assert results(rt, "documents", thread_id)["call_search"] == "found one"
+
+
+@pytest.mark.parametrize("driven", ["sync", "async"])
+def test_a_catch_all_wrapper_of_the_users_does_not_swallow_a_needs_human(
+    rt: Runtime, driven: str
+) -> None:
+    """A ``wrap_tool_call`` that turns every exception into a message for the model would
+    let it call the tool again under a new call id: the run stops all the same."""
+    from waystone.errors import UnknownOutcome
+
+    calls: Counter[str] = Counter()
+
+    @waystone.effect
+    def charge(order_id: str) -> dict[str, Any]:
+        calls["charge"] += 1
+        raise UnknownOutcome(f"the charge of {order_id} timed out")
+
+    @tool
+    def pay(order_id: str) -> str:
+        """Pay for an order."""
+        return str(charge(order_id=order_id))
+
+    def told(request: Any, error: Exception) -> ToolMessage:
+        return ToolMessage(f"error: {error}", tool_call_id=request.tool_call["id"], status="error")
+
+    def catch_all(request: Any, execute: Any) -> Any:
+        try:
+            return execute(request)
+        except Exception as exc:
+            return told(request, exc)
+
+    async def acatch_all(request: Any, execute: Any) -> Any:
+        try:
+            return await execute(request)
+        except Exception as exc:
+            return told(request, exc)
+
+    paying = waystone.durable_tool(pay, effects_inside=True)
+    turn = AIMessage(content="", tool_calls=[call("pay", order_id="5")])
+    again = AIMessage(content="", tool_calls=[{**call("pay", order_id="5"), "id": "call_pay_2"}])
+    model = ConversationModel(responses=[turn, again, AIMessage("done")])
+    if driven == "sync":
+        node = ToolNode([paying], wrap_tool_call=catch_all)
+    else:
+        node = ToolNode([paying], awrap_tool_call=acatch_all)
+    rt.register_graph("pays_caught", create_react_agent(model, node))
+    if driven == "sync":
+        stopped = rt.invoke("pays_caught", SAID)
+    else:
+        stopped = asyncio.run(rt.ainvoke("pays_caught", SAID))
+    assert stopped.state == "needs-human", stopped
+    assert "charge" in str(stopped.reason)
+    assert calls["charge"] == 1
+
+
+def test_a_tool_that_acts_between_two_interrupts_is_not_made_again(rt: Runtime) -> None:
+    """Code before an ``interrupt()`` runs again on resume: after an answered interrupt it
+    may have acted, so the call's intent stays open and a person looks."""
+    calls: Counter[str] = Counter()
+
+    @tool
+    def book_twice_asked(order_id: str) -> str:
+        """Ask, book, ask again."""
+        interrupt({"book": order_id})
+        calls["book"] += 1
+        return f"told: {interrupt({'booked': order_id})}"
+
+    turn = AIMessage(content="", tool_calls=[call("book_twice_asked", order_id="7")])
+    model = ConversationModel(responses=[turn, AIMessage("done")])
+    rt.register_graph("asks_twice", create_react_agent(model, [book_twice_asked]))
+    waiting = rt.invoke("asks_twice", SAID)
+    assert waiting.state == "waiting", waiting
+    rt.resume(waiting.thread_id, "yes")
+    again = rt.run(waiting.thread_id)
+    assert again.state == "waiting", again  # the second interrupt
+    rt.resume(again.thread_id, "yes")
+    stopped = rt.run(again.thread_id)
+    assert stopped.state == "needs-human", stopped
+    assert calls["book"] == 1
+    history = rt.history(stopped.thread_id)
+    assert [e["status"] for e in history["effects"]] == ["intent"]
+    assert "effect-left-open" in {e["kind"] for e in history["events"]}
+
+
+def test_a_tool_that_sent_a_request_before_its_interrupt_is_not_made_again(
+    rt: Runtime, provider: Any
+) -> None:
+    from waystone.effects import http
+
+    calls: Counter[str] = Counter()
+
+    @tool
+    def send_then_ask(order_id: str) -> str:
+        """Send a request, then ask."""
+        calls["send"] += 1
+        http.request("GET", f"{provider.url}/nowhere/{order_id}", timeout=5, not_found_ok=True)
+        return f"asked: {interrupt({'sent': order_id})}"
+
+    turn = AIMessage(content="", tool_calls=[call("send_then_ask", order_id="8")])
+    model = ConversationModel(responses=[turn, AIMessage("done")])
+    rt.register_graph("sends", create_react_agent(model, [send_then_ask]))
+    waiting = rt.invoke("sends", SAID)
+    assert waiting.state == "waiting", waiting
+    rt.resume(waiting.thread_id, "yes")
+    stopped = rt.run(waiting.thread_id)
+    assert stopped.state == "needs-human", stopped
+    assert calls["send"] == 1
+
+
+@pytest.mark.parametrize("hints", [{"readOnlyHint": True}, {"idempotentHint": True}])
+def test_a_transport_error_is_retried_when_the_tool_node_handles_errors(
+    rt: Runtime, hints: dict[str, bool]
+) -> None:
+    """``handle_tool_errors=True`` makes an error a message inside ``ToolNode``: the retry
+    a read-only or idempotent tool gets happens before that."""
+    import httpx
+
+    calls: Counter[str] = Counter()
+
+    def look(order_id: str) -> str:
+        calls["look"] += 1
+        if calls["look"] == 1:
+            raise httpx.ConnectError("refused")
+        return f"{order_id} is in stock"
+
+    flaky = StructuredTool.from_function(look, description="Look.", metadata=hints)
+    turn = AIMessage(content="", tool_calls=[call("look", order_id="1001")])
+    model = ConversationModel(responses=[turn, AIMessage("done")])
+    node = ToolNode([flaky], handle_tool_errors=True)
+    rt.register_graph("handled_flaky", create_react_agent(model, node))
+    done = rt.invoke("handled_flaky", SAID)
+    assert done.state == "done", done
+    assert calls["look"] == 2
+    assert results(rt, "handled_flaky", done.thread_id) == {"call_look": "1001 is in stock"}

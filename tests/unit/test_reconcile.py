@@ -1,5 +1,6 @@
 import pytest
 
+from waystone.effects._interrupts import again_on_resume, resumed_in_task
 from waystone.effects._reconcile import Step, after_lookup, next_step
 
 
@@ -33,3 +34,17 @@ def test_reconciliation_table(
 def test_after_lookup() -> None:
     assert after_lookup(True) is Step.CONFIRM
     assert after_lookup(False) is Step.APPLY
+
+
+@pytest.mark.parametrize(
+    ("sent", "resumed", "again"),
+    [(0, False, True), (1, False, False), (0, True, False), (2, True, False)],
+)
+def test_an_interrupted_call_is_made_again_only_when_it_did_nothing_yet(
+    sent: int, resumed: bool, again: bool
+) -> None:
+    assert again_on_resume(sent, resumed) is again
+
+
+def test_outside_a_task_nothing_was_resumed() -> None:
+    assert resumed_in_task() is False

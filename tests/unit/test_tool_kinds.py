@@ -3,16 +3,20 @@ result (docs/tools.md)."""
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
 import pytest
+from langchain_core.documents import Document
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import tool
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.types import Command, Send
 
 import waystone
 from waystone._graphs import check_tools
+from waystone._privacy.walk import string_mapper
 from waystone.config import Settings
 from waystone.effects._kinds import DECLARED, ToolKind, tool_kind
 from waystone.effects._tool_calls import _command_from, receipt_of
@@ -95,9 +99,12 @@ def test_the_ledger_keeps_a_results_message() -> None:
 def test_what_the_ledger_cannot_keep_is_named() -> None:
     odd = ToolMessage(content="ok", artifact=object(), tool_call_id="c1")
     assert receipt_of("t", odd) == {"message": {"content": "ok", "status": "success"}}
-    assert receipt_of("t", Command(update={"x": object()})) == {"kept": False, "type": "Command"}
     assert receipt_of("t", Command(resume="yes")) == {"kept": False, "type": "Command"}
     assert receipt_of("t", 42) == {"kept": False, "type": "int"}
+    unkept = receipt_of("t", Command(update={"x": object()}), JsonPlusSerializer())
+    assert (unkept["kept"], unkept["type"]) == (False, "Command")
+    assert "the saver's serializer cannot keep it" in unkept["why"]
+    assert receipt_of("t", Command(update={"n": 1}))["why"] == "no saver's serializer in the task"
 
 
 def test_a_command_is_kept_and_given_back_as_it_was() -> None:
@@ -107,9 +114,25 @@ def test_a_command_is_kept_and_given_back_as_it_was() -> None:
         update={"messages": [said], "n": 1},
         goto=[Send("helper", {"task": "x", "messages": [said]}), "agent"],
     )
-    kept = receipt_of("handoff", command)
+    serde = JsonPlusSerializer(allowed_msgpack_modules=None)  # LangGraph's strict allowlist
+    kept = receipt_of("handoff", command, serde)
     assert json.loads(json.dumps(kept)) == kept  # what the ledger stores
-    assert _command_from(kept["command"]) == command
+    assert _command_from(kept["command"], serde) == command
+    assert _command_from(kept["command"], None) is None
+
+
+def test_a_command_is_kept_as_the_state_it_updates_is_redacted() -> None:
+    serde = JsonPlusSerializer()
+    command = Command(update={"found": [Document(page_content="mail ana@example.com")]})
+    kept = receipt_of("search", command, serde, redact=lambda v: _replaced(v, "ana@", "<pii>"))
+    assert "ana@" not in base64.b64decode(kept["command"]["data"]).decode("latin-1")
+    back = _command_from(kept["command"], serde)
+    assert back is not None
+    assert back.update == {"found": [Document(page_content="mail <pii>example.com")]}
+
+
+def _replaced(value: Any, old: str, new: str) -> Any:
+    return string_mapper(lambda text: text.replace(old, new))(value)
 
 
 def test_the_tools_mode_is_one_of_two() -> None:

@@ -1,5 +1,8 @@
 """A read-only tool's call under a routed ``ToolNode``: called again on a transport error
-(refused, timed out), with backoff; it changes nothing, so a second call is harmless."""
+(refused, timed out), with backoff; it changes nothing, so a second call is harmless.
+
+The retry is inside the tool (:func:`retrying`): ``ToolNode`` may turn an error into a
+message for the model before anything around its ``execute`` sees it."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from langgraph.errors import GraphBubbleUp
 
+from waystone.effects._proxy import tool_through
 from waystone.effects._transport import classify_transport
 from waystone.effects.tools import RetryPolicy
 from waystone.errors import TransientError, UnknownOutcome
@@ -68,3 +72,11 @@ async def aagain(call: Callable[[], Awaitable[Any]], request: ToolCallRequest) -
                 raise
         await asyncio.sleep(wait)
         attempt += 1
+
+
+def retrying(request: ToolCallRequest) -> ToolCallRequest:
+    """``request`` calling a copy of its tool that calls it again after a transport error
+    (the user's tool is left as it is)."""
+    tool = request.tool
+    assert tool is not None
+    return request.override(tool=tool_through(tool, again, aagain, request))

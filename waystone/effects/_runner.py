@@ -15,11 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from langgraph.errors import GraphBubbleUp
+from langgraph.errors import GraphBubbleUp, ParentCommand
 
 from waystone._crash import crash_point
 from waystone._hints import requeue_command, settle_commands
 from waystone.effects import deadline
+from waystone.effects._interrupts import again_on_resume, resumed_in_task
 from waystone.effects._ledger import Effect, Ledger, Note
 from waystone.effects._reconcile import Step, after_lookup, next_step
 from waystone.effects._stop import Stop
@@ -216,6 +217,17 @@ class EffectRunner:
             ),
         )
 
+    def _left_open(self, thread_id: str, key: str, tool: Tool, sent: int) -> None:
+        """The call raised ``interrupt()`` after it may have acted: its intent stays open,
+        reconciled on resume as after a crash."""
+        what = f"it sent {sent} request(s)" if sent else "it had answered an interrupt"
+        self.event(
+            "effect-left-open",
+            f"{tool.name} raised interrupt() after {what}: it is not simply called again on "
+            "resume (code before interrupt() runs again)",
+            {"key": key, "tool": tool.name, "sent": sent},
+        )
+
     def _look_after_losing(
         self, thread_id: str, key: str, args: dict[str, Any], tool: Tool
     ) -> None:
@@ -243,7 +255,9 @@ class EffectRunner:
                 self.sleep(tool.retry.delay(attempt, self.rand()))
         return _UNREACHABLE
 
-    def _call(self, tool: Tool, args: dict[str, Any], key: str, row: Effect) -> Receipt:
+    def _call(
+        self, tool: Tool, args: dict[str, Any], key: str, row: Effect, sent: list[int]
+    ) -> Receipt:
         """``tool.apply`` under its call's deadline; a client's transport error becomes what
         it means (:mod:`waystone.effects._transport`), any other error an unknown outcome:
         the request may have left."""
@@ -263,6 +277,7 @@ class EffectRunner:
                 kind = classify_transport(exc) or UnknownOutcome
                 raise kind(f"{tool.name}: {type(exc).__name__}: {exc}") from exc
             finally:
+                sent.append(made.sent)
                 if made.sent == 0 and tool.settle_s is not None and not tool.idempotent_by_key:
                     _warn_no_deadline(tool.name)
 
@@ -301,11 +316,25 @@ class EffectRunner:
             raise LeaseLost(f"the lease on {thread_id} may have expired; not calling {tool.name}")
         self.progressed()
         started = time.monotonic()
+        sent: list[int] = []  # requests the call sent through Waystone's client
         try:
-            receipt = self._call(tool, real_args, key, row)
+            receipt = self._call(tool, real_args, key, row, sent)
+        except ParentCommand:  # a finished call, handing on to the parent graph
+            self.ledger.update(
+                key,
+                "applied",
+                receipt={"raised": "ParentCommand"},
+                fence=self.fence,
+                note=Note(thread_id, "effect-applied", f"{tool.name} applied", {"key": key}),
+            )
+            raise
         except GraphBubbleUp as exc:
-            if not isinstance(exc, Stop):  # a needs-human inside: left open, as by a crash
+            if isinstance(exc, Stop):  # a needs-human inside: left open, as by a crash
+                raise
+            if again_on_resume(sent[0] if sent else 0, resumed_in_task()):
                 self._interrupted(thread_id, key, tool, exc)
+            else:
+                self._left_open(thread_id, key, tool, sent[0] if sent else 0)
             raise
         except TransientError as exc:
             row = self.ledger.update(

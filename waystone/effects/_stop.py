@@ -20,6 +20,8 @@ from waystone.errors import DatabaseUnavailable, LeaseLost, NeedsHuman, NotDurab
 STOPS = (NeedsHuman, LeaseLost, NotDurable, DatabaseUnavailable)  # end the drive, not a call
 
 _ROUTED: ContextVar[bool] = ContextVar("waystone_routed_tool_call", default=False)
+# the stops raised under a routed node's run: a user's catch-all wrapper may swallow one
+_STOPPED: ContextVar[list[Stop] | None] = ContextVar("waystone_tool_node_stops", default=None)
 
 
 class Stop(GraphBubbleUp):
@@ -30,6 +32,26 @@ class Stop(GraphBubbleUp):
         self.error = error
 
 
+def _stop(error: Exception) -> Stop:
+    stop = Stop(error)
+    kept = _STOPPED.get()
+    if kept is not None:
+        kept.append(stop)
+    return stop
+
+
+@contextmanager
+def stops_kept() -> Iterator[list[Stop]]:
+    """Inside: every :class:`Stop` raised is kept in the list given, even one that a
+    wrapper turns into a message; the tool calls the node starts share the list."""
+    kept: list[Stop] = []
+    token = _STOPPED.set(kept)
+    try:
+        yield kept
+    finally:
+        _STOPPED.reset(token)
+
+
 @contextmanager
 def routed() -> Iterator[None]:
     """Inside: a tool call of a routed ``ToolNode``, whose errors that end the drive go out
@@ -38,7 +60,7 @@ def routed() -> Iterator[None]:
     try:
         yield
     except STOPS as exc:
-        raise Stop(exc) from exc
+        raise _stop(exc) from exc
     finally:
         _ROUTED.reset(token)
 
@@ -46,5 +68,5 @@ def routed() -> Iterator[None]:
 def stop_if_routed(error: Exception) -> Exception:
     """``error``, as a :class:`Stop` inside a routed tool call when it ends the drive."""
     if _ROUTED.get() and isinstance(error, STOPS):
-        return Stop(error)
+        return _stop(error)
     return error

@@ -13,25 +13,26 @@ node runs again.
 
 from __future__ import annotations
 
-import warnings
+import base64
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-from langchain_core.load import dumpd, load
 from langchain_core.messages import ToolMessage
+from langgraph._internal._constants import CONFIG_KEY_CHECKPOINTER
+from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.errors import GraphBubbleUp
-from langgraph.types import Command, Send
+from langgraph.types import Command
 
 from waystone.effects._keys import canonical_json
 from waystone.effects._kinds import ToolKind
+from waystone.effects._proxy import tool_through
 from waystone.effects._transport import classify_transport
-from waystone.effects.context import call_site
+from waystone.effects.context import CallSite, call_site
 from waystone.effects.inline import EffectSpec
 from waystone.effects.tools import Receipt
 from waystone.errors import PermanentError, TransientError, UnknownOutcome
 
 if TYPE_CHECKING:
-    from langchain_core.tools import BaseTool
     from langgraph.prebuilt.tool_node import ToolCallRequest
 
 Execute = Callable[["ToolCallRequest"], Any]
@@ -48,6 +49,7 @@ class LedgeredCall:
         self.tool_call = request.tool_call
         self.name = str(self.tool_call["name"])
         self.dedupes = kind is ToolKind.IDEMPOTENT
+        self.serde = task_serde(request)
         self.made: list[Any] = []  # what the tool returned, when it was called here
         self.raised: list[Exception] = []  # what it raised, when it was called here
 
@@ -60,31 +62,24 @@ class LedgeredCall:
         self.raised.append(exc)
         return PermanentError(f"{self.name} raised {type(exc).__name__}: {exc}")
 
-    def _watched(self) -> ToolCallRequest:
-        """The request with its tool watched for transport errors (see :class:`_Watched`)."""
+    def _spec(self, apply: Callable[[dict[str, Any]], Any], site: CallSite) -> EffectSpec:
         tool = self.request.tool
-        if tool is None:
-            return self.request
-        watched = cast("BaseTool", _Watched(tool))  # ToolNode only invokes it, or reads it
-        return self.request.override(tool=watched)
-
-    def _spec(self, apply: Callable[[dict[str, Any]], Any]) -> EffectSpec:
-        tool = self.request.tool
+        serde, redact = self.serde, site.context.redact
         return EffectSpec(
             name=self.name,
             description=str(getattr(tool, "description", "") or ""),
             apply=apply,
             idempotent_by_key=self.dedupes,
             timeout_s=TIMEOUT_S,
-            receipt_of=receipt_of,
+            receipt_of=lambda name, output: receipt_of(name, output, serde, redact),
         )
 
     def call(self, execute: Execute) -> Any:
         def apply(given: dict[str, Any]) -> Any:
             try:
-                out = execute(self._watched())
-            except _Carried as carried:
-                raise self._failed(carried.error) from carried.error
+                out = execute(self._escaping())
+            except Escaped as escaped:
+                raise self._failed(escaped.error) from escaped.error
             except GraphBubbleUp:
                 raise
             except Exception as exc:
@@ -96,7 +91,7 @@ class LedgeredCall:
         if site is None:  # inside without_ledger()
             return execute(self.request)
         try:
-            receipt = self._spec(apply).perform(site, self._args(), self._call_id())
+            receipt = self._spec(apply, site).perform(site, self._args(), self._call_id())
         except PermanentError as exc:
             raise self._raised(exc) from exc.__cause__
         return self._answer(receipt)
@@ -104,9 +99,9 @@ class LedgeredCall:
     async def acall(self, execute: AExecute) -> Any:
         async def apply(given: dict[str, Any]) -> Any:
             try:
-                out = await execute(self._watched())
-            except _Carried as carried:
-                raise self._failed(carried.error) from carried.error
+                out = await execute(self._escaping())
+            except Escaped as escaped:
+                raise self._failed(escaped.error) from escaped.error
             except GraphBubbleUp:
                 raise
             except Exception as exc:
@@ -118,10 +113,19 @@ class LedgeredCall:
         if site is None:
             return await execute(self.request)
         try:
-            receipt = await self._spec(apply).aperform(site, self._args(), self._call_id())
+            receipt = await self._spec(apply, site).aperform(site, self._args(), self._call_id())
         except PermanentError as exc:
             raise self._raised(exc) from exc.__cause__
         return self._answer(receipt)
+
+    def _escaping(self) -> ToolCallRequest:
+        """The request, its tool's transport errors let out past ``ToolNode``'s error
+        handling (which would make them a message) to be classified here."""
+        if self.request.tool is None:
+            return self.request
+        return self.request.override(
+            tool=tool_through(self.request.tool, _escape, _aescape, self.request)
+        )
 
     def _args(self) -> dict[str, Any]:
         args = dict(self.tool_call.get("args") or {})
@@ -145,9 +149,9 @@ class LedgeredCall:
         as the ledger kept it."""
         if self.made:
             return self.made[0]
-        command = receipt.get("command")
-        if isinstance(command, dict):
-            return _command_from(command)
+        kept_command = receipt.get("command")
+        if isinstance(kept_command, dict) and (command := _command_from(kept_command, self.serde)):
+            return command
         kept = receipt.get("message")
         if isinstance(kept, dict):
             return ToolMessage(
@@ -178,52 +182,47 @@ def answer_of(name: str, receipt: Receipt) -> str:
     return f"{name} was made for this tool call; the provider shows: {canonical_json(receipt)}"
 
 
-class _Carried(GraphBubbleUp):
-    """A transport error of a tool, carried through ``ToolNode``, which re-raises
-    LangGraph's control-flow exceptions and may turn any other into a message for the
-    model (``handle_tool_errors``): the ledger reads it for what it means instead."""
+class Escaped(GraphBubbleUp):
+    """A tool's transport error, carried through ``ToolNode`` unchanged."""
 
     def __init__(self, error: Exception) -> None:
         super().__init__(str(error))
         self.error = error
 
 
-def _carried(exc: Exception) -> Exception:
-    kind = classify_transport(exc)
-    return _Carried(exc) if kind in (TransientError, UnknownOutcome) else exc
-
-
-class _Watched:
-    """A tool as ``ToolNode`` invokes it, whose transport errors are :class:`_Carried`;
-    anything else is the tool's."""
-
-    def __init__(self, tool: BaseTool) -> None:
-        self._tool = tool
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._tool, name)
-
-    def invoke(self, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return self._tool.invoke(*args, **kwargs)
-        except GraphBubbleUp:
+def _escape(call: Callable[[], Any], request: ToolCallRequest) -> Any:
+    del request
+    try:
+        return call()
+    except GraphBubbleUp:
+        raise
+    except Exception as exc:
+        if classify_transport(exc) is None:
             raise
-        except Exception as exc:
-            raise _carried(exc) from exc.__cause__
+        raise Escaped(exc) from exc
 
-    async def ainvoke(self, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return await self._tool.ainvoke(*args, **kwargs)
-        except GraphBubbleUp:
+
+async def _aescape(call: Callable[[], Awaitable[Any]], request: ToolCallRequest) -> Any:
+    del request
+    try:
+        return await call()
+    except GraphBubbleUp:
+        raise
+    except Exception as exc:
+        if classify_transport(exc) is None:
             raise
-        except Exception as exc:
-            raise _carried(exc) from exc.__cause__
+        raise Escaped(exc) from exc
 
 
-def receipt_of(name: str, output: Any) -> Receipt:
+def receipt_of(
+    name: str,
+    output: Any,
+    serde: SerializerProtocol | None = None,
+    redact: Callable[[Any], Any] = lambda value: value,
+) -> Receipt:
     """What the ledger keeps of a tool call's result: its message's content, status and
-    artifact when they are JSON; a ``Command`` whose update and ``Send`` s are JSON or
-    messages; else what it was."""
+    artifact when they are JSON; a ``Command`` as the saver's ``serde`` stores the state it
+    updates (redacted and sealed as a checkpoint is); else what it was, and why."""
     del name
     if isinstance(output, ToolMessage):
         kept: dict[str, Any] = {"content": output.content, "status": output.status}
@@ -233,13 +232,15 @@ def receipt_of(name: str, output: Any) -> Receipt:
             if _json(attempt):
                 return {"message": attempt}
     if isinstance(output, Command) and output.resume is None:
-        command = {
-            "graph": output.graph,
-            "update": dumpd(output.update),
-            "goto": _goto(output.goto),
-        }
-        if _json(command) and _revivable(command):
-            return {"command": command}
+        if serde is None:
+            return {"kept": False, "type": "Command", "why": "no saver's serializer in the task"}
+        try:
+            kind, data = serde.dumps_typed(redact(output))
+            serde.loads_typed((kind, data))  # what cannot come back is said now, not on replay
+        except Exception as exc:
+            why = f"the saver's serializer cannot keep it: {type(exc).__name__}: {exc}"
+            return {"kept": False, "type": "Command", "why": why}
+        return {"command": {"type": kind, "data": base64.b64encode(data).decode("ascii")}}
     return {"kept": False, "type": type(output).__name__}
 
 
@@ -257,44 +258,18 @@ def _json(value: Any) -> bool:
     return True
 
 
-def _revivable(value: Any) -> bool:
-    """Whether ``dumpd`` wrote no object it cannot make again (``not_implemented``)."""
-    if isinstance(value, dict):
-        if value.get("lc") == 1 and value.get("type") == "not_implemented":
-            return False
-        return all(map(_revivable, value.values()))
-    if isinstance(value, list):
-        return all(map(_revivable, value))
-    return True
+def task_serde(request: ToolCallRequest) -> SerializerProtocol | None:
+    """The serializer of the saver the call's task checkpoints with (a strict graph's
+    widened one included); ``None`` outside a task."""
+    config = getattr(request.runtime, "config", None) or {}
+    saver = (config.get("configurable") or {}).get(CONFIG_KEY_CHECKPOINTER)
+    serde: SerializerProtocol | None = getattr(saver, "serde", None)
+    return serde
 
 
-def _goto(goto: Any) -> Any:
-    """A ``Command``'s ``goto`` as JSON: node names as they are, a ``Send`` as a dict."""
-    if isinstance(goto, Send):
-        return {"send": goto.node, "arg": dumpd(goto.arg)}
-    if isinstance(goto, list | tuple):
-        return [_goto(one) for one in goto]
-    return goto
-
-
-def _revived(value: Any) -> Any:
-    with warnings.catch_warnings():  # langchain-core's load is marked beta
-        warnings.simplefilter("ignore")
-        return load(value, allowed_objects="messages")
-
-
-def _goto_from(kept: Any) -> Any:
-    if isinstance(kept, dict) and "send" in kept:
-        return Send(kept["send"], _revived(kept["arg"]))
-    if isinstance(kept, list):
-        return [_goto_from(one) for one in kept]
-    return kept
-
-
-def _command_from(kept: dict[str, Any]) -> Command[Any]:
-    """The ``Command`` :func:`receipt_of` kept."""
-    return Command(
-        graph=kept.get("graph"),
-        update=_revived(kept.get("update")),
-        goto=_goto_from(kept.get("goto") or ()),
-    )
+def _command_from(kept: dict[str, Any], serde: SerializerProtocol | None) -> Command[Any] | None:
+    """The ``Command`` :func:`receipt_of` kept; ``None`` without the serializer it needs."""
+    if serde is None:
+        return None
+    command = serde.loads_typed((str(kept["type"]), base64.b64decode(kept["data"])))
+    return command if isinstance(command, Command) else None

@@ -22,8 +22,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from waystone.effects._kinds import ToolKind, tool_kind
-from waystone.effects._read_only import aagain, again
-from waystone.effects._stop import Stop, routed
+from waystone.effects._read_only import retrying
+from waystone.effects._stop import Stop, routed, stops_kept
 from waystone.effects._tool_calls import AExecute, Execute, LedgeredCall
 from waystone.effects.lc_tools import DurableTool
 
@@ -78,12 +78,19 @@ def _routed(node: ToolNode) -> ToolNode:
 
 
 def _unstopping(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``func`` raising the error a :class:`Stop` carries, also when a wrapper of the
+    user's caught it and the node returned."""
+
     @functools.wraps(func)
     def run(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except Stop as stop:
-            raise stop.error from stop.error.__cause__
+        with stops_kept() as kept:
+            try:
+                out = func(*args, **kwargs)
+            except Stop as stop:
+                raise stop.error from stop.error.__cause__
+        if kept:
+            raise kept[0].error from kept[0].error.__cause__
+        return out
 
     return run
 
@@ -91,10 +98,14 @@ def _unstopping(func: Callable[..., Any]) -> Callable[..., Any]:
 def _aunstopping(func: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
     @functools.wraps(func)
     async def run(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return await func(*args, **kwargs)
-        except Stop as stop:
-            raise stop.error from stop.error.__cause__
+        with stops_kept() as kept:
+            try:
+                out = await func(*args, **kwargs)
+            except Stop as stop:
+                raise stop.error from stop.error.__cause__
+        if kept:
+            raise kept[0].error from kept[0].error.__cause__
+        return out
 
     return run
 
@@ -112,7 +123,7 @@ def call_tool(request: ToolCallRequest, execute: Execute) -> Any:
     kind = _kind(request)
     with routed():
         if kind is ToolKind.READ_ONLY:
-            return again(lambda: execute(request), request)
+            return execute(retrying(request))
         if kind in (ToolKind.AT_MOST_ONCE, ToolKind.IDEMPOTENT):
             return LedgeredCall(request, kind).call(execute)
         return execute(request)  # a durable tool's own ledger; effects inside; no tool
@@ -123,7 +134,7 @@ async def acall_tool(request: ToolCallRequest, execute: AExecute) -> Any:
     kind = _kind(request)
     with routed():
         if kind is ToolKind.READ_ONLY:
-            return await aagain(lambda: execute(request), request)
+            return await execute(retrying(request))
         if kind in (ToolKind.AT_MOST_ONCE, ToolKind.IDEMPOTENT):
             return await LedgeredCall(request, kind).acall(execute)
         return await execute(request)

@@ -21,6 +21,7 @@ import contextvars
 import functools
 import inspect
 import random
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -122,7 +123,7 @@ class EffectSpec:
         key = self._key(site, args, tool_call_id)  # here: the count is this task's
         tool = self.tool(asyncio.get_running_loop())
         try:
-            return await asyncio.to_thread(self._perform, site, tool, args, key, tool_call_id)
+            return await _in_own_thread(self._perform, site, tool, args, key, tool_call_id)
         except STOPS as exc:
             raise stop_if_routed(exc) from exc.__cause__
 
@@ -348,6 +349,25 @@ def _bound(
             f"None, Decimal, lists and dicts of them): {exc}"
         ) from exc
     return given
+
+
+async def _in_own_thread(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` in a thread of its own, in this context. Not the loop's pool: the
+    thread waits for the tool's coroutine, which may need that pool's threads (a sync
+    tool, a nested effect), so a full pool would wait on itself for ever."""
+    context = contextvars.copy_context()
+    done: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+    def run() -> None:
+        if not done.set_running_or_notify_cancel():
+            return
+        try:
+            done.set_result(context.run(fn, *args))
+        except BaseException as exc:  # handed to the awaiting coroutine, as to_thread does
+            done.set_exception(exc)
+
+    threading.Thread(target=run, name="waystone-effect", daemon=True).start()
+    return await asyncio.wrap_future(done)
 
 
 def _on_loop(loop: asyncio.AbstractEventLoop, awaitable: Awaitable[T]) -> T:
