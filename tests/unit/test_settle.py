@@ -17,7 +17,8 @@ from waystone._runs.registry import Run
 from waystone._runs.settle import check_receipt, refusal, settled_receipt
 from waystone.effects._kinds import ToolKind
 from waystone.effects._ledger import Effect
-from waystone.effects._tool_calls import LedgeredCall, _Carried, _Watched, answer_of
+from waystone.effects._proxy import tool_through
+from waystone.effects._tool_calls import Escaped, LedgeredCall, _aescape, _escape, answer_of
 from waystone.errors import (
     BadInput,
     PermanentError,
@@ -127,7 +128,9 @@ def test_a_settled_call_is_told_to_the_model_as_made_by_whom_and_why() -> None:
 
 
 def _call(kind: ToolKind) -> LedgeredCall:
-    request: Any = SimpleNamespace(tool_call={"name": "book", "args": {}, "id": "c1"})
+    request: Any = SimpleNamespace(
+        tool_call={"name": "book", "args": {}, "id": "c1"}, runtime=SimpleNamespace(config={})
+    )
     return LedgeredCall(request, kind)
 
 
@@ -177,24 +180,28 @@ def _raising(error: Exception) -> Any:
     return book
 
 
+def _escaping(book: Any) -> Any:
+    return tool_through(book, _escape, _aescape, None)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(
     "error",
     [httpx.ReadTimeout("timed out", request=REQUEST), httpx.ConnectError("no", request=REQUEST)],
 )
 def test_a_transport_error_is_carried_through_toolnode_to_the_ledger(error: Exception) -> None:
     """Through the handler of ``handle_tool_errors``, which would tell the model."""
-    watched = _Watched(_raising(error))
+    watched = _escaping(_raising(error))
     assert watched.name == "book"
     with pytest.raises(GraphBubbleUp) as sync:
         watched.invoke({"order_id": "7001"})
     with pytest.raises(GraphBubbleUp) as in_async:
         asyncio.run(watched.ainvoke({"order_id": "7001"}))
     for carried in (sync.value, in_async.value):
-        assert isinstance(carried, _Carried) and carried.error is error
+        assert isinstance(carried, Escaped) and carried.error is error
 
 
 def test_any_other_error_of_the_tool_goes_to_toolnode_as_it_was() -> None:
     mistake = ValueError("no such order")
     with pytest.raises(ValueError) as raised:
-        _Watched(_raising(mistake)).invoke({"order_id": "7001"})
+        _escaping(_raising(mistake)).invoke({"order_id": "7001"})
     assert raised.value is mistake
