@@ -13,6 +13,8 @@ import json
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -84,6 +86,14 @@ def _killed(trip_cli: Cli, provider: ProviderProcess, thread_id: str, kill: str)
         died = trip_cli("run", thread_id, "--json", env={"WAYSTONE_CRASH_AT": kill})
         assert died.returncode == -9, f"{kill} was never reached: {died.stdout}{died.stderr}"
         return
+    with held_booking(trip_cli, provider, thread_id):
+        pass
+
+
+@contextmanager
+def held_booking(trip_cli: Cli, provider: ProviderProcess, thread_id: str) -> Iterator[None]:
+    """The approved run driven until the provider has made the booking and holds its
+    answer; the driving process is SIGKILLed on the way out."""
     provider.inject("refunds", "timeout_after_apply", times=1, delay_s=120)
     booking = subprocess.Popen(
         [sys.executable, "-m", "waystone", "run", thread_id, "--json"],
@@ -94,6 +104,7 @@ def _killed(trip_cli: Cli, provider: ProviderProcess, thread_id: str, kill: str)
     )
     try:
         wait_until(lambda: len(_bookings(provider)) == 1, "the provider to make the booking")
+        yield
     finally:
         booking.send_signal(signal.SIGKILL)
         booking.wait()

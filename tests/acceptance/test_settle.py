@@ -12,9 +12,7 @@ applied it ends ``needs-human`` with one booking, and the model never sees an er
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,8 +28,9 @@ from tests.acceptance.test_react_agent_safe import (
     _finished,
     _json,
     _killed,
+    held_booking,
 )
-from tests.conftest import ROOT, Cli, wait_until
+from tests.conftest import Cli
 from tests.support.safe_graphs import GRAPHS, ORDER, trip, trip_hasty
 from waystone.examples.provider import ProviderProcess
 from waystone.runtime import Runtime
@@ -184,25 +183,13 @@ def test_what_cannot_be_settled_is_refused_and_changes_nothing(
     trip_cli: Cli, provider: ProviderProcess, database_url: str
 ) -> None:
     thread_id = _approved(trip_cli, "trip")
-    provider.inject("refunds", "timeout_after_apply", times=1, delay_s=120)
-    booking = subprocess.Popen(
-        [sys.executable, "-m", "waystone", "run", thread_id, "--json"],
-        env=trip_cli.env,
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_until(lambda: len(_bookings(provider)) == 1, "the provider to make the booking")
+    with held_booking(trip_cli, provider, thread_id):
         key = _booking_key(trip_cli, thread_id)
         before = _unchanged(database_url, thread_id)
         running = _settle(trip_cli, thread_id, key, "--applied", "--reason", "seen")
         assert running.returncode == 4, running.stderr
         assert "running" in running.stderr
         assert _unchanged(database_url, thread_id) == before
-    finally:
-        booking.send_signal(signal.SIGKILL)
-        booking.wait()
     _finished(trip_cli, thread_id)
     before = _unchanged(database_url, thread_id)
 
