@@ -139,28 +139,28 @@ def _run(
     return subprocess.run(command, cwd=work, env=env, check=False).returncode
 
 
-def _download(cache: Path) -> Path:
-    version = importlib.metadata.version(PACKAGE)
-    found = sorted(cache.glob(f"langgraph_checkpoint_postgres-{version}.tar.gz"))
-    if found:
-        return found[0]
-    subprocess.run(
-        [sys.executable, "-m", "pip", "download", f"{PACKAGE}=={version}", "--no-deps"]
-        + ["--no-binary", ":all:", "-d", str(cache)],
-        check=True,
-    )
-    return cache / f"langgraph_checkpoint_postgres-{version}.tar.gz"
+def _download(cache: Path, package: str = PACKAGE) -> Path:
+    """The sdist of the installed version of ``package``, from the cache or the registry."""
+    version = importlib.metadata.version(package)
+    name = f"{package.replace('-', '_')}-{version}.tar.gz"
+    if not (cache / name).exists():
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", f"{package}=={version}", "--no-deps"]
+            + ["--no-binary", ":all:", "-d", str(cache)],
+            check=True,
+        )
+    return cache / name
 
 
-def _venv(cache: Path) -> Path:
+def _venv(cache: Path, needs: tuple[str, ...] = NEEDS, name: str = "venv") -> Path:
     """A virtualenv seeing this interpreter's packages, plus what the suite needs."""
-    venv = cache / "venv"
+    venv = cache / name
     python = venv / "bin" / "python"
     if not python.exists():
         subprocess.run(
             [sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True
         )
-        subprocess.run([str(python), "-m", "pip", "install", "-q", *NEEDS], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", *needs], check=True)
     return python
 
 
