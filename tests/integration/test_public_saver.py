@@ -286,14 +286,30 @@ def test_a_connection_that_is_not_autocommit_is_refused_with_what_to_do(
 ) -> None:
     with (
         psycopg.connect(database_url, row_factory=dict_row) as conn,
-        pytest.raises(BadInput, match="autocommit=True, row_factory=dict_row"),
+        pytest.raises(BadInput, match="autocommit=True"),
     ):
         WaystoneSaver(conn)
     with (
-        ConnectionPool(database_url, kwargs={"autocommit": True}, open=False) as plain,
-        pytest.raises(BadInput, match="'row_factory': dict_row"),
+        ConnectionPool(database_url, kwargs={"row_factory": dict_row}, open=False) as plain,
+        pytest.raises(BadInput, match="'autocommit': True"),
     ):
         WaystoneSaver(plain)
+
+
+def test_a_pool_and_a_connection_of_tuple_rows_work_as_with_the_stock_saver(
+    database_url: str,
+) -> None:
+    """The stock saver asks each cursor for dict rows, so its users' pools often give
+    tuples (LangGraph's own test fixtures do); the caller's row factory is left as it was."""
+    with ConnectionPool(database_url, kwargs={"autocommit": True}, open=True) as tuples:
+        graph = _counting_graph(WaystoneSaver(tuples))
+        assert graph.invoke({"n": 0}, {"configurable": {"thread_id": "tuples"}})["n"] == 3
+        with tuples.connection() as conn:
+            assert conn.execute("SELECT 1 AS one").fetchone() == (1,)
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        graph = _counting_graph(WaystoneSaver(conn))
+        assert graph.invoke({"n": 0}, {"configurable": {"thread_id": "one"}})["n"] == 3
+        assert conn.execute("SELECT 1 AS one").fetchone() == (1,)
 
 
 @pytest.mark.parametrize(

@@ -278,7 +278,7 @@ class AsyncWaystoneSaver(WaystoneSaver):
                     # a statement first prepared in a pipeline that aborted counts as
                     # prepared (see `pipelined` in the database module): the pool replaces
                     # the connection; a caller's own prepares nothing from then on
-                    if isinstance(self._apool, AsyncOneConnection):
+                    if _callers_connection(self._apool):
                         conn.prepare_threshold = None
                     else:
                         await conn.close()
@@ -306,28 +306,53 @@ class AsyncOneConnection:
             yield self.conn
 
 
-AsyncPool = AsyncConnectionPool[AsyncConn] | AsyncOneConnection
+class AsyncDictRows:
+    """A caller's async pool or connection whose rows are tuples: each use gets dict rows,
+    and the caller's row factory back after it (see the database module's ``DictRows``)."""
+
+    def __init__(self, inner: AsyncConnectionPool[AsyncConn] | AsyncOneConnection) -> None:
+        self.inner = inner
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[AsyncConn]:
+        async with self.inner.connection() as conn:
+            kept = conn.row_factory
+            conn.row_factory = dict_row
+            try:
+                yield conn
+            finally:
+                conn.row_factory = kept
+
+
+AsyncPool = AsyncConnectionPool[AsyncConn] | AsyncOneConnection | AsyncDictRows
+
+
+def _callers_connection(pool: AsyncPool) -> bool:
+    """Whether ``pool`` lends a caller's one connection, which is never closed here."""
+    inner = pool.inner if isinstance(pool, AsyncDictRows) else pool
+    return isinstance(inner, AsyncOneConnection)
 
 
 def async_pool_of(conn: object) -> AsyncPool:
     """A caller's async connection or pool, checked as LangGraph's saver needs it."""
     if isinstance(conn, AsyncConnectionPool):
         kwargs = conn.kwargs
-        if isinstance(kwargs, dict) and (
-            not kwargs.get("autocommit") or kwargs.get("row_factory") is not dict_row
-        ):
+        if isinstance(kwargs, dict) and not kwargs.get("autocommit"):
             raise BadInput(
-                "the pool's connections must be autocommit with dict rows: AsyncConnectionPool("
-                "url, kwargs={'autocommit': True, 'row_factory': dict_row})"
+                "the pool's connections must be autocommit: AsyncConnectionPool("
+                "url, kwargs={'autocommit': True})"
             )
-        return cast(AsyncConnectionPool[AsyncConn], conn)
+        pool = cast(AsyncConnectionPool[AsyncConn], conn)
+        rows = isinstance(kwargs, dict) and kwargs.get("row_factory") is dict_row
+        return pool if rows else AsyncDictRows(pool)
     if isinstance(conn, AsyncConnection):
-        if not conn.autocommit or conn.row_factory is not dict_row:
+        if not conn.autocommit:
             raise BadInput(
-                "the connection must be autocommit with dict rows: await "
-                "AsyncConnection.connect(url, autocommit=True, row_factory=dict_row)"
+                "the connection must be autocommit: await "
+                "AsyncConnection.connect(url, autocommit=True)"
             )
-        return AsyncOneConnection(cast(AsyncConn, conn))
+        one = AsyncOneConnection(cast(AsyncConn, conn))
+        return one if conn.row_factory is dict_row else AsyncDictRows(one)
     raise BadInput(
         f"expected a psycopg AsyncConnection or AsyncConnectionPool, not {type(conn).__name__}"
         " (for a sync connection or pool, use WaystoneSaver)"

@@ -76,6 +76,28 @@ class OneConnection:
         """Nothing: the connection is the caller's."""
 
 
+class DictRows:
+    """A caller's pool or connection whose rows are tuples, which LangGraph's saver takes
+    (it asks each cursor for dict rows): each use gets dict rows, and the caller's row
+    factory back after it."""
+
+    def __init__(self, inner: ConnectionPool[Conn] | OneConnection) -> None:
+        self.inner = inner
+
+    @contextmanager
+    def connection(self, timeout: float | None = None) -> Iterator[Conn]:
+        with self.inner.connection(timeout=timeout) as conn:
+            kept = conn.row_factory
+            conn.row_factory = dict_row
+            try:
+                yield conn
+            finally:
+                conn.row_factory = kept
+
+    def close(self) -> None:
+        """Nothing: the pool or connection is the caller's."""
+
+
 class Connecting:
     """A connection made for each use and closed after it, in place of a pool: for a saver
     that must leave no session of its own open between calls (its caller may drop the
@@ -100,7 +122,7 @@ class Connecting:
         """Nothing: no connection outlives its use."""
 
 
-Pool = ConnectionPool[Conn] | OneConnection | Connecting
+Pool = ConnectionPool[Conn] | OneConnection | Connecting | DictRows
 
 
 @dataclass
@@ -116,25 +138,24 @@ class Database:
         rows); it stays the caller's to close."""
         if isinstance(conn, ConnectionPool):
             kwargs = conn.kwargs  # or a function that makes them, for each connection
-            if isinstance(kwargs, dict) and (
-                not kwargs.get("autocommit") or kwargs.get("row_factory") is not dict_row
-            ):
+            if isinstance(kwargs, dict) and not kwargs.get("autocommit"):
                 raise BadInput(
-                    "the pool's connections must be autocommit with dict rows: "
-                    "ConnectionPool(url, kwargs={'autocommit': True, 'row_factory': dict_row})"
+                    "the pool's connections must be autocommit: "
+                    "ConnectionPool(url, kwargs={'autocommit': True})"
                 )
             url = conn.conninfo if isinstance(conn.conninfo, str) else f"pool {conn.name}"
-            return cls(url=url, pool=conn)
+            rows = isinstance(kwargs, dict) and kwargs.get("row_factory") is dict_row
+            return cls(url=url, pool=conn if rows else DictRows(conn))
         if not isinstance(conn, psycopg.Connection):
             raise BadInput(
                 f"expected a psycopg Connection or ConnectionPool, not {type(conn).__name__}"
             )
-        if not conn.autocommit or conn.row_factory is not dict_row:
+        if not conn.autocommit:
             raise BadInput(
-                "the connection must be autocommit with dict rows: psycopg.connect(url, "
-                "autocommit=True, row_factory=dict_row)"
+                "the connection must be autocommit: psycopg.connect(url, autocommit=True)"
             )
-        return cls(url=conn.info.dsn, pool=OneConnection(conn))
+        one = OneConnection(conn)
+        return cls(url=conn.info.dsn, pool=one if conn.row_factory is dict_row else DictRows(one))
 
     @classmethod
     def open(cls, settings: Settings) -> Database:

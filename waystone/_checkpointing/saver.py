@@ -93,6 +93,7 @@ from waystone._checkpointing.database import (
     FENCE_SQL,
     Conn,
     Database,
+    DictRows,
     OneConnection,
     pipelined,
     reraise,
@@ -246,7 +247,8 @@ class WaystoneSaver(InThreads, PostgresSaver):
             inner = inner.with_msgpack_allowlist(extra)
         pool = db.pool
         self._sealer = sealer
-        stock = pool.conn if isinstance(pool, OneConnection) else pool
+        given = pool.inner if isinstance(pool, DictRows) else pool
+        stock = given.conn if isinstance(given, OneConnection) else given
         super().__init__(cast(Conn | ConnectionPool[Conn], stock), serde=inner)
         self._db = db
         self._pool = pool
