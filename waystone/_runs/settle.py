@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from waystone._hints import command
-from waystone.effects._keys import canonical_json
 from waystone.errors import BadInput, LeaseLost, TransitionNotAllowed, WaystoneError
 
 if TYPE_CHECKING:
@@ -40,6 +39,10 @@ def check_receipt(applied: bool, receipt: Any) -> dict[str, Any] | None:
         raise BadInput(
             f"a receipt is a JSON object (what the provider shows), not {type(receipt).__name__}"
         )
+    # here, not at load: the runtime imports this module, and `status` and `list` start
+    # without the effects package
+    from waystone.effects._keys import canonical_json
+
     try:
         canonical_json(receipt)
     except (TypeError, ValueError) as exc:

@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING, Any
 
 from waystone._runs.driver import RUN_KEY, flush, graph_config
 from waystone._runs.multitask import stopped_as, stopped_in_words
-from waystone.effects._tool_calls import kept_content
 from waystone.errors import PermanentError
 
 if TYPE_CHECKING:
@@ -170,6 +169,10 @@ def answer_text(call: Unanswered, how: str, effect: Effect | None) -> str:
             "unknown: check before calling it again."
         )
     if effect.status in ("applied", "confirmed"):
+        # here, not at load: the drives import this module, and `status` and `list`
+        # start without langchain-core
+        from waystone.effects._tool_calls import kept_content
+
         content = kept_content(effect.receipt)
         ident = receipt_id(effect.receipt)
         shown = f" It returned: {content}" if content is not None else ""
