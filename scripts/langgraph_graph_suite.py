@@ -20,7 +20,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import uuid
 from pathlib import Path
 
 import stock_saver_suite as stock
@@ -85,25 +84,11 @@ def main() -> int:
             "WAYSTONE_HOME": str(home),
             "NO_DOCKER": "false",
         }
-        env.pop("WAYSTONE_ENCRYPTION_KEY", None)
-        if args.sealed:
-            env["WAYSTONE_ENCRYPTION_KEY"] = uuid.uuid4().hex * 2
-        command = [
-            str(python),
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "-o",
-            "asyncio_mode=auto",
-            "-q",
-            "-n",
-            "0",
-            "-k",
-            "postgres",
-            *[str(tests / name) for name in args.files],
-            *args.pytest_args,
-        ]
+        stock.sealed(env, args.sealed)
+        command = stock.pytest_command(
+            python, "-k", "postgres", *[str(tests / n) for n in args.files]
+        )
+        command += args.pytest_args
         kind = "stock" if args.stock else "waystone"
         print(f"{kind} savers, graph tests of {sdist.name}", flush=True)
         return subprocess.run(command, cwd=work, env=env, check=False).returncode

@@ -118,25 +118,24 @@ def _run(
         "PYTHONPATH": os.pathsep.join([str(ROOT), str(work)]),
         "WAYSTONE_HOME": str(home),
     }
-    env.pop("WAYSTONE_ENCRYPTION_KEY", None)
-    if args.sealed:
-        env["WAYSTONE_ENCRYPTION_KEY"] = uuid.uuid4().hex * 2
-    command = [
-        str(python),
-        "-m",
-        "pytest",
-        "-p",
-        "no:cacheprovider",
-        "-o",
-        "asyncio_mode=auto",
-        "-q",
-        "-n",
-        "0",
-        *[str(tests / name) for name in SAVER_TESTS],
-        *args.pytest_args,
-    ]
+    sealed(env, args.sealed)
+    command = pytest_command(python, *[str(tests / name) for name in SAVER_TESTS])
+    command += args.pytest_args
     print(f"{'stock' if args.stock else 'waystone'} savers, tests of {sdist.name}", flush=True)
     return subprocess.run(command, cwd=work, env=env, check=False).returncode
+
+
+def sealed(env: dict[str, str], on: bool) -> None:
+    """``env`` with encryption at rest on (a fresh key) or off."""
+    env.pop("WAYSTONE_ENCRYPTION_KEY", None)
+    if on:
+        env["WAYSTONE_ENCRYPTION_KEY"] = uuid.uuid4().hex * 2
+
+
+def pytest_command(python: Path, *args: str) -> list[str]:
+    """pytest in the suite's virtualenv, as LangGraph's suites run: asyncio on, one process."""
+    options = ["-p", "no:cacheprovider", "-o", "asyncio_mode=auto", "-q", "-n", "0"]
+    return [str(python), "-m", "pytest", *options, *args]
 
 
 def _download(cache: Path, package: str = PACKAGE) -> Path:
