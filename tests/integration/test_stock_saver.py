@@ -72,7 +72,7 @@ def test_setup_works_on_a_connection_that_prepares_every_statement(
         assert fences == {"n": 3}
 
 
-def test_setup_works_on_pools_that_prepare_every_statement(empty_database_url: str) -> None:
+def test_setup_works_on_the_connections_from_conn_string_opens(empty_database_url: str) -> None:
     settings = Settings(prepare_threshold=0)
     with WaystoneSaver.from_conn_string(empty_database_url, settings=settings) as saver:
         saver.setup()
@@ -86,6 +86,36 @@ def test_setup_works_on_pools_that_prepare_every_statement(empty_database_url: s
             assert await _counting_graph(saver).ainvoke({"n": 0}, config) == {"n": 3}
 
     asyncio.run(set_up())
+
+
+def test_from_conn_string_gives_one_connection_a_caller_may_pipeline_as_the_stock_tests_do(
+    empty_database_url: str,
+) -> None:
+    with WaystoneSaver.from_conn_string(empty_database_url) as saver:
+        saver.setup()
+        assert isinstance(saver.conn, psycopg.Connection)
+        with saver.conn.pipeline() as pipe:
+            saver.pipe = pipe
+            config: Any = {"configurable": {"thread_id": "piped"}}
+            assert _counting_graph(saver).invoke({"n": 0}, config) == {"n": 3}
+            assert len(list(saver.list(config))) == 5  # input, three steps, the end
+        conn = saver.conn
+    assert conn.closed
+
+    async def piped() -> None:
+        async with AsyncWaystoneSaver.from_conn_string(empty_database_url) as saver:
+            await saver.setup()
+            assert isinstance(saver.conn, AsyncConnection)
+            async with saver.conn.pipeline() as pipe:
+                saver.pipe = pipe
+                config: Any = {"configurable": {"thread_id": "piped-async"}}
+                assert await _counting_graph(saver).ainvoke({"n": 0}, config) == {"n": 3}
+                assert len([c async for c in saver.alist(config)]) == 5
+            # one database: what the sync saver wrote is there
+            again = await saver.aget_tuple({"configurable": {"thread_id": "piped"}})
+            assert again is not None and again.checkpoint["channel_values"]["n"] == 3
+
+    asyncio.run(piped())
 
 
 def test_the_async_saver_takes_the_async_connection_or_pool_the_stock_one_takes(

@@ -42,11 +42,11 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from psycopg import AsyncConnection, AsyncCursor
 from psycopg.conninfo import make_conninfo
 from psycopg.rows import DictRow, dict_row
-from psycopg_pool import AsyncConnectionPool, ConnectionPool
+from psycopg_pool import AsyncConnectionPool
 
 from waystone._checkpointing.allowlist import Declared
 from waystone._checkpointing.at_rest import reveal, reveal_history
-from waystone._checkpointing.database import FENCE_SQL, Conn, Connecting, Database, reraise
+from waystone._checkpointing.database import FENCE_SQL, Connecting, Database, reraise
 from waystone._checkpointing.delta import arun, delta_history
 from waystone._checkpointing.held import Answer, Batch
 from waystone._checkpointing.saver import WaystoneSaver
@@ -101,26 +101,19 @@ class AsyncWaystoneSaver(WaystoneSaver):
         settings: Settings | None = None,
     ) -> AsyncIterator[AsyncWaystoneSaver]:
         """``async with AsyncWaystoneSaver.from_conn_string(url) as saver``, as for
-        LangGraph's ``AsyncPostgresSaver``: a saver on pools of its own to ``conn_string``
-        (a sync one, for the vault and the rarer methods, and an async one for saves and
-        reads), closed on the way out; the rest as :class:`WaystoneSaver`."""
+        LangGraph's ``AsyncPostgresSaver``: a saver on one async connection of its own to
+        ``conn_string`` (``saver.conn``, on which a caller may open a pipeline), closed on
+        the way out; the rest as :class:`WaystoneSaver`. Pass a pool to the constructor
+        for calls that run side by side."""
         del pipeline  # each save is already one pipelined round trip
         settings = dataclasses.replace(settings or Settings.from_env(), database_url=conn_string)
-        db = await asyncio.to_thread(Database.open, settings)
-        try:
-            sync = WaystoneSaver(
-                cast(ConnectionPool[Conn], db.pool),
-                serde=serde,
-                allowed_modules=allowed_modules,
-                settings=settings,
-            )
-            apool = await open_async_pool(settings, conn_string)
-            try:
-                yield twin_of(sync, apool, cls)
-            finally:
-                await apool.close()
-        finally:
-            db.close()
+        async with await AsyncConnection.connect(
+            conn_string,
+            autocommit=True,
+            prepare_threshold=settings.prepare_threshold,
+            row_factory=dict_row,
+        ) as conn:
+            yield cls(conn, serde=serde, allowed_modules=allowed_modules, settings=settings)
 
     async def setup(self) -> None:  # type: ignore[override]  # awaited, as LangGraph's own
         """Create or upgrade LangGraph's tables and Waystone's (its fence included), and

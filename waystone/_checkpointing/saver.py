@@ -190,20 +190,20 @@ class WaystoneSaver(InThreads, PostgresSaver):
         allowed_modules: Iterable[Declared] = (),
         settings: Settings | None = None,
     ) -> Iterator[WaystoneSaver]:
-        """A saver on a pool of its own to ``conn_string``, closed on the way out.
-        ``pipeline`` changes nothing: each save is already one pipelined round trip."""
+        """A saver on one connection of its own to ``conn_string``, closed on the way out,
+        as LangGraph's ``PostgresSaver.from_conn_string``: ``saver.conn`` is that connection
+        (a caller may open a pipeline on it), and calls take turns on it. Pass a pool to the
+        constructor for calls that run side by side. ``pipeline`` changes nothing: each
+        save is already one pipelined round trip."""
         del pipeline
         settings = dataclasses.replace(settings or Settings.from_env(), database_url=conn_string)
-        db = Database.open(settings)
-        try:
-            yield cls(
-                cast(ConnectionPool[Conn], db.pool),
-                serde=serde,
-                allowed_modules=allowed_modules,
-                settings=settings,
-            )
-        finally:
-            db.close()
+        with psycopg.Connection.connect(
+            conn_string,
+            autocommit=True,
+            prepare_threshold=settings.prepare_threshold,
+            row_factory=dict_row,
+        ) as conn:
+            yield cls(conn, serde=serde, allowed_modules=allowed_modules, settings=settings)
 
     def setup(self) -> None:
         """Create or upgrade LangGraph's tables and Waystone's (its fence included), and
