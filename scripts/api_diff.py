@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 from langgraph_sdk import get_sync_client
 
-from waystone._checkpointing import embedded
+from waystone._db import embedded
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "api-diff"

@@ -59,7 +59,7 @@ import bench_storage  # noqa: E402
 import bench_wake  # noqa: E402
 
 from waystone import Runtime, Settings  # noqa: E402
-from waystone._checkpointing.database import resolve_url  # noqa: E402
+from waystone._db.database import resolve_url  # noqa: E402
 
 STEPS = 5
 GRAPH = "five_nodes"  # the name the stock row's graph is given to Waystone under

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import psycopg
 
-from waystone._checkpointing import embedded
+from waystone._db import embedded
 
 ROOT = Path(__file__).resolve().parent.parent
 

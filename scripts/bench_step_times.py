@@ -28,8 +28,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 
 from waystone import Runtime, Settings
-from waystone._checkpointing import embedded
-from waystone.dashboard import step_times
+from waystone._db import embedded
+from waystone._runs.dashboard import step_times
 from waystone.sql import query
 
 CALLS = [

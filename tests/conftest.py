@@ -17,9 +17,9 @@ import psycopg
 import pytest
 from psycopg import sql as pgsql
 
-from waystone._checkpointing import embedded
-from waystone._checkpointing.database import Database
-from waystone._checkpointing.migrations import migrate
+from waystone._db import embedded
+from waystone._db.database import Database
+from waystone._db.migrations import migrate
 from waystone.config import Settings
 from waystone.examples.provider import ProviderProcess
 from waystone.runtime import Runtime

@@ -2,8 +2,8 @@
 
 A :class:`Runtime` holds one connection pool. Every method works from any process: all
 that matters lives in Postgres, keyed by ``thread_id``. It is made of a catalog (what it
-drives, :mod:`waystone.catalog`), commands, drives and views (:mod:`waystone.runs`) over
-one set of parts (:mod:`waystone._parts`); its methods are the only way in.
+drives, :mod:`waystone._runs.catalog`), commands, drives and views (:mod:`waystone.runs`) over
+one set of parts (:mod:`waystone._runs.parts`); its methods are the only way in.
 """
 
 from __future__ import annotations
@@ -17,26 +17,26 @@ from contextlib import contextmanager
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from waystone._graphs import GraphSource, check_tools
-from waystone._parts import Parts
 from waystone._runs import driver
 from waystone._runs import options as run_options
+from waystone._runs.catalog import Catalog
 from waystone._runs.commands import Commands
 from waystone._runs.crons import Crons
 from waystone._runs.drives import Drives
+from waystone._runs.graphs import GraphSource, check_tools
 from waystone._runs.lease_wait import HeldLease
 from waystone._runs.multitask import Multitask, pending_status
 from waystone._runs.options import RunOptions
+from waystone._runs.parts import Parts
 from waystone._runs.registry import Run
 from waystone._runs.settle import settle
 from waystone._runs.signals import RESUME
+from waystone._runs.status import RunStatus as RunStatus
+from waystone._runs.status import past_status
 from waystone._runs.thread_edits import ThreadEdits
 from waystone._runs.threads import Thread, Threads
 from waystone._runs.views import Views
-from waystone._status import RunStatus as RunStatus
-from waystone._status import past_status
 from waystone._webhooks.store import Webhooks
-from waystone.catalog import Catalog
 from waystone.config import Settings
 from waystone.errors import TransitionNotAllowed
 
@@ -48,8 +48,8 @@ if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
     from langgraph.runtime import RunControl
 
-    from waystone._checkpointing.database import Conn
-    from waystone.catalog import Preset
+    from waystone._db.database import Conn
+    from waystone._runs.catalog import Preset
 
 
 def _default_agents() -> Mapping[str, Preset]:

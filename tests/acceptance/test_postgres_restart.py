@@ -18,7 +18,7 @@ import pytest
 
 from tests.conftest import REFUND_INPUT, ROOT, wait_until
 from waystone import Runtime, Settings
-from waystone._checkpointing import embedded
+from waystone._db import embedded
 from waystone.examples.provider import ProviderProcess
 
 OUTAGE_S = 5.0  # the length of the outage under test, not a wait for something to happen

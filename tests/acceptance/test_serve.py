@@ -22,8 +22,8 @@ from tests.conftest import REFUND_INPUT, ROOT
 from waystone import Runtime, Settings
 from waystone.examples.provider import ProviderProcess
 from waystone.web.gate import SESSION_COOKIE
+from waystone.web.security import session_cookie
 from waystone.web.serve import WebServer
-from waystone.web_security import session_cookie
 
 TOKEN = "t0ken-for-the-serve-tests"
 CHROMIUM = "/usr/bin/chromium"

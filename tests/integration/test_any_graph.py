@@ -68,7 +68,7 @@ def test_a_graphs_interrupt_is_shown_and_answered_with_resume(rt: Runtime) -> No
 
 
 def test_the_dashboard_lists_a_graphs_pending_interrupts(rt: Runtime) -> None:
-    from waystone.dashboard import snapshot
+    from waystone._runs.dashboard import snapshot
 
     waiting = rt.invoke("ask", {"question": "which colour?"})
     data = snapshot(rt)
@@ -365,7 +365,7 @@ def test_a_builder_that_raises_is_bad_input(database_url: str) -> None:
 
 
 def test_a_graph_named_twice_in_waystone_graphs_is_refused() -> None:
-    from waystone._graphs import load_graphs
+    from waystone._runs.graphs import load_graphs
 
     with pytest.raises(BadInput, match="twice"):
         load_graphs("a=tests.support.graphs:chat_graph,a=tests.support.graphs:ask_graph")

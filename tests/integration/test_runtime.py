@@ -14,7 +14,7 @@ from psycopg.types.json import Jsonb
 
 from tests.conftest import REFUND_INPUT, wait_until
 from tests.support.inside import parts
-from waystone.dashboard import snapshot
+from waystone._runs.dashboard import snapshot
 from waystone.errors import BadInput, TransitionNotAllowed, UnknownThread
 from waystone.examples.provider import ProviderProcess
 from waystone.runtime import Runtime

@@ -10,8 +10,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from waystone._checkpointing.database import Database
-from waystone._checkpointing.migrations import latest_version, migrate
+from waystone._db.database import Database
+from waystone._db.migrations import latest_version, migrate
 from waystone._runs.states import STATES, is_allowed, transition_pairs
 from waystone.config import Settings
 
@@ -173,8 +173,8 @@ def test_a_database_at_the_baseline_is_upgraded_to_what_a_fresh_one_has(
 
 def test_two_processes_migrate_an_empty_database_at_once(empty_database_url: str) -> None:
     code = (
-        "from waystone._checkpointing.database import Database;"
-        "from waystone._checkpointing.migrations import migrate;"
+        "from waystone._db.database import Database;"
+        "from waystone._db.migrations import migrate;"
         "from waystone.config import Settings;"
         f"db = Database.open(Settings(database_url={empty_database_url!r}));"
         "print(migrate(db)); db.close()"
@@ -208,7 +208,7 @@ def test_a_database_a_newer_waystone_migrated_is_left_as_it_is(
     )
     db = Database.open(Settings(database_url=database_url))
     try:
-        with caplog.at_level("WARNING", logger="waystone._checkpointing.migrations"):
+        with caplog.at_level("WARNING", logger="waystone._db.migrations"):
             assert migrate(db) == latest_version()
     finally:
         db.close()

@@ -20,7 +20,7 @@ from waystone._runs.leases import lease_ok
 from waystone._runs.registry import Run
 from waystone.effects.tools import RetryPolicy
 from waystone.preset._graph.ports import Ports
-from waystone.worker import Worker
+from waystone.worker.sync import Worker
 
 # a budget of a few seconds: the model's 2 s and its retry delay, a tool's 0.5 s, a margin
 SHORT = {"lease_seconds": 1.0, "model_timeout_s": 2.0, "step_margin_s": 0.5}

@@ -14,10 +14,7 @@ from tests.unit.test_import_cycles import PACKAGE, _is_type_checking, import_gra
 EDGES = (
     "waystone.cli",
     "waystone.web",
-    "waystone.web_security",
     "waystone.worker",
-    "waystone.async_worker",
-    "waystone.dashboard",
     "waystone.examples",
     "waystone.__main__",
 )

@@ -46,10 +46,10 @@ from psycopg_pool import AsyncConnectionPool
 
 from waystone._checkpointing.allowlist import Declared
 from waystone._checkpointing.at_rest import reveal, reveal_history
-from waystone._checkpointing.database import FENCE_SQL, Connecting, Database, reraise
 from waystone._checkpointing.delta import arun, delta_history
 from waystone._checkpointing.held import Answer, Batch
 from waystone._checkpointing.saver import WaystoneSaver
+from waystone._db.database import FENCE_SQL, Connecting, Database, reraise
 from waystone._privacy.seal import Sealer
 from waystone.config import Settings
 from waystone.errors import BadInput, LeaseLost

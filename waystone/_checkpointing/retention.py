@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from waystone.errors import BadInput
 
 if TYPE_CHECKING:
-    from waystone._parts import Parts
-    from waystone.catalog import Catalog
+    from waystone._runs.catalog import Catalog
+    from waystone._runs.parts import Parts
 
 ENDED = ("done", "failed")
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")

@@ -89,15 +89,6 @@ from waystone._checkpointing.at_rest import (
     reveal_history,
     split_filter,
 )
-from waystone._checkpointing.database import (
-    FENCE_SQL,
-    Conn,
-    Database,
-    DictRows,
-    OneConnection,
-    pipelined,
-    reraise,
-)
 from waystone._checkpointing.delta import delta_history, run
 from waystone._checkpointing.held import (
     LEASE_KEY,
@@ -113,7 +104,16 @@ from waystone._checkpointing.held import (
     until_asked,
 )
 from waystone._checkpointing.in_threads import InThreads
-from waystone._checkpointing.migrations import migrate
+from waystone._db.database import (
+    FENCE_SQL,
+    Conn,
+    Database,
+    DictRows,
+    OneConnection,
+    pipelined,
+    reraise,
+)
+from waystone._db.migrations import migrate
 from waystone._privacy.keys import at_rest_sealer, load_key
 from waystone._privacy.seal import SealedSerializer, Sealer
 from waystone._privacy.vault import Vault

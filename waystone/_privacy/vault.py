@@ -20,7 +20,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from waystone._checkpointing.database import Database
+from waystone._db.database import Database
 from waystone._privacy.pii import DEFAULT_PATTERNS, Detector
 from waystone._privacy.walk import string_mapper
 from waystone.errors import BadInput, PermanentError

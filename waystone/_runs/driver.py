@@ -31,8 +31,8 @@ if TYPE_CHECKING:  # the runtime imports this module for every command; most dri
     from langgraph.types import Command, Interrupt, StateSnapshot
 
     from waystone._checkpointing.held import Statement
+    from waystone._runs.catalog import Entry
     from waystone._runs.options import RunOptions
-    from waystone.catalog import Entry
 
 logger = logging.getLogger(__name__)
 
@@ -426,7 +426,7 @@ def settle(
 ) -> Run:
     """Transition the run to what its graph says (``snapshot``: its latest state, read
     again when not given), consuming the signals it has used. A graph with an ``ending``
-    (see :class:`~waystone.catalog.Entry`) ends on the outcome it records; any other is
+    (see :class:`~waystone._runs.catalog.Entry`) ends on the outcome it records; any other is
     done when it ends. A run given ``breakpoints`` that stopped at one waits there."""
     if snapshot is None:
         snapshot = graph.get_state(graph_config(run.thread_id))

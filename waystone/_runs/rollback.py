@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from psycopg.types.json import Jsonb
 
-from waystone._checkpointing.database import FENCE_SQL
+from waystone._db.database import FENCE_SQL
 from waystone._runs.driver import RUN_KEY
 
 if TYPE_CHECKING:
@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
     from langgraph.types import StateSnapshot
 
-    from waystone._checkpointing.database import Conn, Database
     from waystone._checkpointing.saver import WaystoneSaver
+    from waystone._db.database import Conn, Database
 
 RESTORED = "waystone_restored"  # the metadata key of a checkpoint a rollback wrote
 

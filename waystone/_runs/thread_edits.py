@@ -16,10 +16,10 @@ from waystone.errors import BadInput, TransitionNotAllowed
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
 
-    from waystone._parts import Parts
+    from waystone._runs.catalog import Catalog
     from waystone._runs.commands import Commands
+    from waystone._runs.parts import Parts
     from waystone._runs.threads import Thread, Threads
-    from waystone.catalog import Catalog
 
 # The states of a run whose thread's state may be changed: nothing drives it, and nothing
 # (a signal, a resume) is about to; and a run waiting at a breakpoint.

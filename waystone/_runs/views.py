@@ -11,11 +11,11 @@ from waystone._runs import driver
 from waystone._runs.multitask import stopped_as
 from waystone._runs.registry import Run, run_id_of
 from waystone._runs.signals import APPROVAL
-from waystone._status import RunStatus, status_of
+from waystone._runs.status import RunStatus, status_of
 
 if TYPE_CHECKING:
-    from waystone._parts import Parts
-    from waystone.catalog import Catalog
+    from waystone._runs.catalog import Catalog
+    from waystone._runs.parts import Parts
 
 
 class Views:

@@ -13,8 +13,8 @@ from psycopg.types.json import Jsonb
 from waystone.errors import TransitionNotAllowed
 
 if TYPE_CHECKING:
-    from waystone._checkpointing.database import Conn
-    from waystone._parts import Parts
+    from waystone._db.database import Conn
+    from waystone._runs.parts import Parts
 
 # The thread's run, locked against its stop until the arming commits: a stop that
 # commits first is seen (and the webhook made due at once), one that comes after waits

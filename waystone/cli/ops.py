@@ -90,11 +90,11 @@ def worker(
 
     from waystone import logs
     from waystone.runtime import Runtime
-    from waystone.worker import Worker
+    from waystone.worker.sync import Worker
 
     kind = Worker
     if use_async:
-        from waystone.async_worker import AsyncWorker
+        from waystone.worker.aio import AsyncWorker
 
         kind = AsyncWorker
 
@@ -148,7 +148,7 @@ def dashboard(
 ) -> None:
     """Active runs by age, the steps with most retries, time per step, the oldest pending
     approvals and signals, and counts by state."""
-    from waystone import dashboard as views
+    from waystone._runs import dashboard as views
 
     def body() -> None:
         with open_runtime(database_url) as rt:

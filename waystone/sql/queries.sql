@@ -135,7 +135,7 @@ SELECT * FROM moved;
 -- A worker's claim: the oldest runnable run of the agents it has: queued; waiting with the
 -- signal it waits for, or past its wake-up time; running with an expired lease. SKIP
 -- LOCKED: concurrent workers never wait on each other (a row skipped because a statement
--- held it briefly is retried: see worker.py). Each kind is found through an index (each
+-- held it briefly is retried: see worker/sync.py). Each kind is found through an index (each
 -- agent's first queued runs; the first run due, the first signal waited for, the first
 -- lease expired), so a claim reads a handful of rows however long the backlog; the oldest
 -- of those is taken. Every claim raises the lease token by one: the fencing token.
@@ -151,7 +151,7 @@ WITH heads AS (
         WHERE r.state = 'queued' AND r.agent = a.agent
         ORDER BY r.updated_at, r.thread_id
         LIMIT 8  -- held by 8 claims at once (each for one statement), the claim finds
-                 -- none: a worker looks again after a NOTIFY or a run (worker.py)
+                 -- none: a worker looks again after a NOTIFY or a run (worker/sync.py)
     ) h
 ), queued_for AS (
     SELECT r.thread_id, r.state, r.lease_owner, r.updated_at
@@ -784,7 +784,7 @@ DELETE FROM waystone.web_sessions WHERE key = %(key)s;
 
 -- name: step_times
 -- Each node's steps, mean and p95 (ms), every run's, for the dashboard (see
--- waystone._step_times).
+-- waystone._runs.step_times).
 WITH steps AS (
 -- include: loop_steps
     WHERE c.metadata ->> 'source' = 'loop'
@@ -800,7 +800,7 @@ WITH steps AS (
 -- include: timed_steps
 
 -- name: send_packets
--- The Send packets every run's steps ran, newest first (see waystone._step_times).
+-- The Send packets every run's steps ran, newest first (see waystone._runs.step_times).
 WITH steps AS (
 -- include: loop_steps
     WHERE c.metadata ->> 'source' = 'loop'

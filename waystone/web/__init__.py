@@ -49,7 +49,7 @@ def create_app(
     from waystone.web.gate import Gate
     from waystone.web.guard import Guard, max_body_bytes
     from waystone.web.replies import error_reply, kind_of, route_path
-    from waystone.web_security import SessionStore, parse_allowed_hosts
+    from waystone.web.security import SessionStore, parse_allowed_hosts
 
     if token is None:
         token = os.environ.get("WAYSTONE_API_TOKEN") or None

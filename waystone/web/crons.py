@@ -1,5 +1,5 @@
 """The LangGraph server API's crons: create (on a thread, or a new thread each tick),
-get, search, count, update, delete. Workers tick them (:mod:`waystone.ticker`), not the
+get, search, count, update, delete. Workers tick them (:mod:`waystone.worker.ticker`), not the
 API's servers: a cron's run needs a worker to drive it anyway, and a tick that no worker
 was up for falls under the missed-tick policy instead of queuing runs nobody drives."""
 

@@ -13,7 +13,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from waystone.errors import BadInput
 from waystone.web.render import CSP
 from waystone.web.replies import error_reply, kind_of, route_path
-from waystone.web_security import HostName, host_allowed
+from waystone.web.security import HostName, host_allowed
 
 MAX_BODY_ENV = "WAYSTONE_MAX_BODY_BYTES"
 MAX_BODY = 1 << 20  # 1 MiB unless set: approvals, webhooks and run inputs are small

@@ -11,7 +11,7 @@ import logging
 from starlette.responses import Response
 from starlette.routing import Route
 
-from waystone._status import RunStatus
+from waystone._runs.status import RunStatus
 from waystone.errors import BadInput
 from waystone.preset._approval import edited_args
 from waystone.web.calls import Call, Site, json_object, route, text_field
@@ -74,7 +74,7 @@ def run_history(call: Call) -> Response:
 
 
 def dashboard(call: Call) -> Response:
-    from waystone import dashboard as views
+    from waystone._runs import dashboard as views
 
     return reply(views.snapshot(call.rt))
 

@@ -22,7 +22,7 @@ from waystone.web.gate import NO_TOKEN, SESSION_COOKIE, TOKEN_ENV
 from waystone.web.operator import shown
 from waystone.web.picture import END, START, Picture, layout
 from waystone.web.render import page
-from waystone.web_security import SESSION_SECONDS, new_session_id, session_cookie
+from waystone.web.security import SESSION_SECONDS, new_session_id, session_cookie
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ def routes(site: Site) -> list[Route]:
 
 
 def dashboard(call: Call) -> Response:
-    from waystone import dashboard as views
+    from waystone._runs import dashboard as views
 
     rt = call.rt
     data = views.snapshot(rt, limit=DASHBOARD_LIMIT)
@@ -69,7 +69,7 @@ def dashboard(call: Call) -> Response:
 
 
 def run_page(call: Call) -> Response:
-    from waystone import dashboard as views
+    from waystone._runs import dashboard as views
 
     thread_id = call.params["thread_id"]
     status = call.rt.status(thread_id)

@@ -14,8 +14,8 @@ from urllib.parse import quote
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.responses import HTMLResponse
 
-from waystone.dashboard import duration, shown_interrupts, shown_node
-from waystone.web_security import CSRF_FIELD
+from waystone._runs.dashboard import duration, shown_interrupts, shown_node
+from waystone.web.security import CSRF_FIELD
 
 CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "

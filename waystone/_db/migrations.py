@@ -24,7 +24,7 @@ import time
 from importlib import resources
 
 from waystone import sql
-from waystone._checkpointing.database import Conn, Database
+from waystone._db.database import Conn, Database
 from waystone.errors import DatabaseUnavailable
 
 logger = logging.getLogger(__name__)

@@ -5,7 +5,7 @@ can serve different agents side by side.
 
 Idle workers hold no run and wait on LISTEN/NOTIFY (``waystone_runnable``), with a slow
 poll as a fallback and a timer for the next wait that times out. Each worker ticks the
-crons of its agents in a thread of its own (:mod:`waystone.ticker`). SIGTERM (or a first
+crons of its agents in a thread of its own (:mod:`waystone.worker.ticker`). SIGTERM (or a first
 SIGINT) finishes the current step of every run in hand, releases the leases and exits; a
 second SIGINT exits at once. When Postgres goes away the worker backs off and carries on.
 A thread of its own delivers the runs' webhooks (:mod:`waystone._webhooks.deliver`),
@@ -40,8 +40,8 @@ from waystone._runs.registry import Run, process_owner
 from waystone._webhooks import deliver
 from waystone.errors import DatabaseUnavailable, LeaseLost, WaystoneError
 from waystone.runtime import Runtime
-from waystone.ticker import CHANNEL as CRONS
-from waystone.ticker import CronTicker
+from waystone.worker.ticker import CHANNEL as CRONS
+from waystone.worker.ticker import CronTicker
 
 logger = logging.getLogger(__name__)
 

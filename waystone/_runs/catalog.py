@@ -13,14 +13,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from waystone._graphs import GraphSource, check_names
 from waystone._identifiers import check_identifier
+from waystone._runs.graphs import GraphSource, check_names
 from waystone.errors import BadInput
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
 
-    from waystone._parts import Parts
+    from waystone._runs.parts import Parts
     from waystone._runs.registry import Run
 
 
@@ -98,7 +98,7 @@ class Catalog:
     @property
     def graphs(self) -> dict[str, GraphSource]:
         if self._sources is None:
-            from waystone._graphs import graphs_from_env
+            from waystone._runs.graphs import graphs_from_env
 
             self._sources = graphs_from_env()
             check_names(self.agents, self._sources)
@@ -142,7 +142,7 @@ class Catalog:
         return found
 
     def _graph_entry(self, name: str) -> Entry:
-        from waystone._graphs import compile_graph, needs_async
+        from waystone._runs.graphs import compile_graph, needs_async
 
         settings = self._parts.settings
         # a Pregel (an @entrypoint's) has what the runtime uses of a compiled StateGraph

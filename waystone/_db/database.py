@@ -20,7 +20,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from waystone import sql
-from waystone._checkpointing import embedded
+from waystone._db import embedded
 from waystone.config import Settings
 from waystone.errors import (
     BadInput,

@@ -13,8 +13,8 @@ import asyncio
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from waystone._checkpointing.database import Database
-from waystone._checkpointing.migrations import migrate
+from waystone._db.database import Database
+from waystone._db.migrations import migrate
 from waystone._identifiers import check_identifier
 from waystone._privacy.keys import at_rest_sealer, load_key
 from waystone._privacy.readable import refuse_personal_data

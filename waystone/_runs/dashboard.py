@@ -18,7 +18,7 @@ transaction, so every view agrees on "now") as a JSON-serialisable dict:
 :func:`render` prints the same picture as rich tables.
 
 Step times are named by the nodes of the graph that ran, ``Send`` tasks under their own
-node, a subgraph's nodes under their parent node (see :mod:`waystone._step_times`).
+node, a subgraph's nodes under their parent node (see :mod:`waystone._runs.step_times`).
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from waystone import _step_times
-from waystone._checkpointing.database import Conn
+from waystone._db.database import Conn
+from waystone._runs import step_times as _step_times
 from waystone._runs.states import STATES
-from waystone._status import shown_reason
+from waystone._runs.status import shown_reason
 
 if TYPE_CHECKING:
     from waystone.runtime import Runtime
