@@ -70,6 +70,15 @@ def test_an_empty_database_is_refused_until_migrated(
     assert ok(cli("migrate", "--json"))["version"] == latest_version()
 
 
+def test_the_demo_migrates_the_database_it_is_given(
+    empty_database_url: str, tmp_path: Path
+) -> None:
+    """The README's first command needs no second one, on a new database too."""
+    data = ok(Cli(empty_database_url, None, tmp_path)("demo", "--approve", "--json"))
+    assert data["state"] == "done"
+    assert version(empty_database_url) == latest_version()
+
+
 def test_bad_settings_exit_2(empty_database_url: str, tmp_path: Path) -> None:
     bad = Cli(empty_database_url, None, tmp_path)(
         "migrate", env={"WAYSTONE_PREPARE_THRESHOLD": "many"}

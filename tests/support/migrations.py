@@ -62,8 +62,9 @@ def _major(text: str) -> int:
 
 
 def pg_dump_for(url: str) -> str:
-    """A ``pg_dump`` of the server's major version: the embedded server's own, Debian's
-    for that version, or the one on PATH."""
+    """A ``pg_dump`` of the server's major version (the embedded server's own, Debian's for
+    that version, or the one on PATH), else the oldest newer one: pg_dump reads older
+    servers, not newer ones."""
     with psycopg.connect(url) as conn:
         row = conn.execute("SHOW server_version").fetchone()
     assert row is not None
@@ -76,15 +77,14 @@ def pg_dump_for(url: str) -> str:
         Path(f"/usr/lib/postgresql/{wanted}/bin/pg_dump"),
         Path(found) if (found := shutil.which("pg_dump")) else None,
     ]
+    usable: dict[int, str] = {}
     for path in filter(None, candidates):
         if path.exists():
             done = subprocess.run([path, "--version"], capture_output=True, text=True, check=True)
-            if _major(done.stdout) == wanted:
-                return str(path)
-    raise AssertionError(
-        f"no pg_dump {wanted} (the server's version) found among {candidates}: install "
-        f"postgresql-client-{wanted}"
-    )
+            usable.setdefault(_major(done.stdout), str(path))
+    newer = sorted(major for major in usable if major >= wanted)
+    assert newer, f"no pg_dump >= {wanted} (the server's version) among {candidates}"
+    return usable[newer[0]]
 
 
 def schema_dump(url: str) -> str:
