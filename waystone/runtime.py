@@ -66,7 +66,9 @@ class Runtime:
     (by default those ``WAYSTONE_GRAPHS`` names). ``tools``: ``"ledger"`` (the default,
     or ``WAYSTONE_TOOLS``) makes every call of your graphs' ``ToolNode`` s go through the
     effect ledger (at most once for a tool that declares nothing, docs/tools.md);
-    ``"as-is"`` calls them as LangGraph does.
+    ``"as-is"`` calls them as LangGraph does. ``migrate``: bring the database's schema up
+    to date first (by default only the embedded database is; a database behind is refused
+    with an error naming ``waystone migrate``).
     """
 
     def __init__(
@@ -77,11 +79,12 @@ class Runtime:
         graphs: Mapping[str, GraphSource] | None = None,
         database_url: str | None = None,
         tools: str | None = None,
+        migrate: bool | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env(database_url=database_url)
         if tools is not None:
             self.settings = dataclasses.replace(self.settings, tools=check_tools(tools))
-        self._parts = Parts(self.settings)
+        self._parts = Parts(self.settings, migrate)
         self._catalog = Catalog(self._parts, agents, graphs, _default_agents)
         self._commands = Commands(self._parts, self._catalog)
         self._drives = Drives(self._parts, self._catalog)

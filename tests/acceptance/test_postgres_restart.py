@@ -53,7 +53,7 @@ def test_workers_survive_a_postgres_restart(
     own_server: tuple[Path, str], provider: ProviderProcess, tmp_path: Path
 ) -> None:
     home, url = own_server
-    with Runtime(Settings(database_url=url)) as rt:
+    with Runtime(Settings(database_url=url), migrate=True) as rt:  # a new database
         for i in range(10):
             rt.start("refund", {**REFUND_INPUT, "amount": "40.00", "order_id": f"r{i}"})
     provider.inject("refunds", "slow", times=10, delay_s=0.5)

@@ -321,7 +321,7 @@ def demo(
         with (
             tempfile.TemporaryDirectory(prefix="waystone-demo-") as tmp,
             ProviderProcess.start(Path(tmp) / "payments.sqlite3") as provider,
-            open_runtime(database_url) as rt,
+            open_runtime(database_url, migrate=True) as rt,  # a demo makes what it needs
         ):
             os.environ["WAYSTONE_PAYMENTS_URL"] = provider.url
 

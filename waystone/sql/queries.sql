@@ -1,6 +1,43 @@
 -- Named queries. Each block starts with `-- name: NAME`; waystone.sql.queries loads them.
 -- Parameters use psycopg's %(name)s style.
 
+-- Schema versions and the migration lock (waystone._db.migrations).
+
+-- name: create_schema_version
+CREATE TABLE IF NOT EXISTS public.waystone_schema_version
+    (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
+
+-- name: schema_version
+SELECT max(version) AS version FROM public.waystone_schema_version;
+
+-- name: stamp_schema_version
+INSERT INTO public.waystone_schema_version (version) VALUES (%(version)s);
+
+-- name: schema_present
+SELECT to_regclass('public.waystone_schema_version') IS NOT NULL AS ours,
+       to_regclass('public.checkpoint_migrations') IS NOT NULL AS langgraph;
+
+-- name: schema_versions
+-- Waystone's version, LangGraph's, the saver version that last set LangGraph's tables
+-- up, and how many of LangGraph's tables carry the fence.
+SELECT (SELECT max(version) FROM public.waystone_schema_version) AS ours,
+       (SELECT max(v) FROM public.checkpoint_migrations) AS langgraph,
+       (SELECT value FROM waystone.settings WHERE name = 'langgraph_set_up_by') AS set_up_by,
+       (SELECT count(*) FROM pg_trigger WHERE tgname = 'waystone_fence') AS fences;
+
+-- name: record_langgraph_set_up_by
+INSERT INTO waystone.settings (name, value) VALUES ('langgraph_set_up_by', %(version)s)
+ON CONFLICT (name) DO UPDATE SET value = excluded.value;
+
+-- name: langgraph_fences
+SELECT count(*) AS n FROM pg_trigger WHERE tgname = 'waystone_fence';
+
+-- name: try_migration_lock
+SELECT pg_try_advisory_lock(%(lock)s) AS ok;
+
+-- name: migration_unlock
+SELECT pg_advisory_unlock(%(lock)s) AS released;
+
 -- name: create_run
 INSERT INTO waystone.runs (thread_id, agent, goal, input, start_key, reason, evidence, actor,
                           forked_from, key_namespace)
