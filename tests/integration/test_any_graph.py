@@ -24,6 +24,7 @@ from tests.support.graphs import (
 )
 from tests.support.inside import parts
 from waystone import Runtime, Settings
+from waystone.cli.agents import default_agents
 from waystone.errors import BadInput, LeaseLost, TransitionNotAllowed
 from waystone.examples.provider import ProviderProcess
 
@@ -216,7 +217,8 @@ def test_the_preset_takes_one_run_per_thread(runtime: Runtime) -> None:
 
 def test_a_graph_and_an_agent_cannot_share_a_name(database_url: str) -> None:
     settings = Settings(database_url=database_url)
-    with Runtime(settings, graphs={"refund": chat_graph}) as runtime, pytest.raises(BadInput) as e:
+    refund_too = Runtime(settings, default_agents, graphs={"refund": chat_graph})
+    with refund_too as runtime, pytest.raises(BadInput) as e:
         runtime.names()
     assert "both as an agent and as a graph" in str(e.value)
 
