@@ -106,6 +106,25 @@ def test_no_import_crosses_a_ring_the_wrong_way() -> None:
     )
 
 
+def reached(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every module ``start`` imports, directly or through others."""
+    found: set[str] = set()
+    todo = [start]
+    while todo:
+        for target in graph[todo.pop()] - found:
+            found.add(target)
+            todo.append(target)
+    return found
+
+
+def test_the_saver_stands_on_its_own() -> None:
+    """The public savers (usable without a runtime) reach none of the runs' modules."""
+    graph = {name: set(targets) for name, targets in import_lines(PACKAGE, "waystone").items()}
+    for saver in ("waystone._checkpointing.saver", "waystone._checkpointing.aio"):
+        runs = sorted(m for m in reached(graph, saver) if _in(m, ("waystone._runs",)))
+        assert not runs, f"{saver} reaches {runs}"
+
+
 def test_the_rules_cover_each_ring() -> None:
     assert allowed("waystone.logs", "waystone.errors")
     assert not allowed("waystone.logs", "waystone.config")
