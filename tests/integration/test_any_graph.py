@@ -232,6 +232,18 @@ def test_a_graph_that_is_not_one_is_refused_at_start(database_url: str) -> None:
         assert runtime.list() == []
 
 
+def test_a_runtime_given_no_agents_says_what_to_pass(database_url: str) -> None:
+    """The demo's agent is the command line's: a notebook's runtime drives what it is given."""
+    from tests.conftest import REFUND_INPUT
+
+    with Runtime(Settings(database_url=database_url)) as runtime:
+        assert "refund" not in runtime.names()
+        with pytest.raises(BadInput) as told:
+            runtime.start("refund", REFUND_INPUT)
+    assert "unknown agent or graph 'refund'" in str(told.value)
+    assert 'Runtime(agents={"refund": refund.build()})' in str(told.value)
+
+
 @pytest.fixture
 def graph_cli(database_url: str, tmp_path: Any) -> Cli:
     cli = Cli(database_url, None, tmp_path)
@@ -306,6 +318,7 @@ def test_bad_graph_input_exits_2(graph_cli: Cli) -> None:
     assert both.returncode == 2 and "one of --agent" in both.stderr
     unknown = graph_cli("start", "--graph", "nope", "--input", "{}")
     assert unknown.returncode == 2 and "unknown agent or graph 'nope'" in unknown.stderr
+    assert "refund" in unknown.stderr and "Runtime(" not in unknown.stderr  # the CLI has it
     broken = graph_cli("start", "--graph", "chat", "--input", "{}", env={"WAYSTONE_GRAPHS": "chat"})
     assert broken.returncode == 2 and "name=module:attribute" in broken.stderr
     value = graph_cli("resume", "some-thread", "--value", "{not json")
