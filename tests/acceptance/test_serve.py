@@ -470,11 +470,12 @@ def test_dashboard_page_in_a_real_browser(
 
 SERVE = """
 import sys
+from waystone.cli.agents import default_agents
 from waystone.config import Settings
 from waystone.runtime import Runtime
 from waystone.web.serve import serve
 
-with Runtime(Settings(database_url=sys.argv[1])) as rt:
+with Runtime(Settings(database_url=sys.argv[1]), default_agents) as rt:
     serve(rt, "127.0.0.1", 0, sys.argv[2])
 print("stopped", flush=True)
 """

@@ -86,7 +86,7 @@ def prune(
 
 
 def _summary(catalog: Catalog, thread_id: str, agent: str, checkpoints: int) -> dict[str, Any]:
-    from waystone._runs.driver import graph_config
+    from waystone._runs.run_config import graph_config
 
     values: dict[str, Any] = {}
     if catalog.drives(agent):

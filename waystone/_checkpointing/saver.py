@@ -104,6 +104,7 @@ from waystone._checkpointing.held import (
     until_asked,
 )
 from waystone._checkpointing.in_threads import InThreads
+from waystone._checkpointing.lease_guards import progressed
 from waystone._db.database import (
     FENCE_SQL,
     Conn,
@@ -117,7 +118,6 @@ from waystone._db.migrations import migrate
 from waystone._privacy.keys import at_rest_sealer, load_key
 from waystone._privacy.seal import SealedSerializer, Sealer
 from waystone._privacy.vault import Vault
-from waystone._runs.leases import progressed
 from waystone.config import Settings
 from waystone.errors import BadInput, LeaseLost
 
