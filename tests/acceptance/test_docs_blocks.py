@@ -18,12 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.acceptance.test_react_agent_safe import KILLS, _approved, _bookings, _finished, _json
-from tests.acceptance.test_settle import _booking_key, _ledger
+from tests.acceptance.test_react_agent_safe import KILLS, SAID, _bookings, _json
+from tests.acceptance.test_settle import _ledger
 from tests.conftest import ROOT, Cli
 from tests.support.blocks import GENERIC, Block, argv, block, code_blocks, runner
-from tests.support.safe_graphs import GRAPHS
+from tests.support.safe_graphs import GRAPHS, trip
 from waystone.examples.provider import ProviderProcess
+from waystone.runtime import Runtime
 
 RUN_AS_THEY_ARE = [b for b in code_blocks() if runner(b) == GENERIC]
 
@@ -53,25 +54,30 @@ def test_the_python_blocks_are_found() -> None:
 
 
 @pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
+@pytest.mark.timeout(300)  # three runs, each killed once: a dozen processes
 def test_the_settle_commands_run_as_written(
-    cli: Cli, provider: ProviderProcess, database_url: str
+    cli: Cli, provider: ProviderProcess, runtime: Runtime, database_url: str
 ) -> None:
     """Each ``settle`` line is one way to settle (the page's ``or``): each settles a run of
-    its own, killed after the booking's intent and before its request, then the page's
-    ``requeue`` and a ``run`` finish it."""
+    its own, approved, then killed after the booking's intent and before its request, so
+    that it ends ``needs-human``; then the page's ``requeue`` and a ``run`` finish it."""
     cli.env["WAYSTONE_GRAPHS"] = GRAPHS
+    runtime.register_graph("trip", trip)
     found = block("docs/tools.md", "Settling a call by hand", "bash")
     lines = [w for w in (shlex.split(t, comments=True) for t in found.code.splitlines()) if w]
     settles = [w for w in lines if w[:2] == ["waystone", "settle"]]
     [requeue] = [w for w in lines if w[:2] == ["waystone", "requeue"]]
     assert len(settles) == 3 and len(lines) == 4
     for settle in settles:
-        thread_id = _approved(cli, "trip")
+        waiting = runtime.invoke("trip", SAID)
+        assert waiting.state == "waiting", waiting
+        thread_id = waiting.thread_id
+        runtime.resume(thread_id, "yes")
         kill = {"WAYSTONE_CRASH_AT": KILLS["before-the-request"]}
         died = cli("run", thread_id, "--json", env=kill)
         assert died.returncode == -9, died.stderr
-        assert _finished(cli, thread_id)["state"] == "needs-human"
-        key = _booking_key(cli, thread_id)
+        assert runtime.run(thread_id).state == "needs-human"
+        [key] = [e["key"] for e in runtime.history(thread_id)["effects"] if e["tool"] == "book"]
         booked = len(_bookings(provider))
 
         given = {"THREAD": thread_id, "KEY": key}
