@@ -21,12 +21,12 @@ import pytest
 from tests.acceptance.test_react_agent_safe import KILLS, SAID, _bookings, _json
 from tests.acceptance.test_settle import _ledger
 from tests.conftest import ROOT, Cli
-from tests.support.blocks import GENERIC, Block, argv, block, code_blocks, runner
+from tests.support.blocks import GENERIC, Block, argv, block, code_blocks, fetched, runner
 from tests.support.safe_graphs import GRAPHS, trip
 from waystone.examples.provider import ProviderProcess
 from waystone.runtime import Runtime
 
-RUN_AS_THEY_ARE = [b for b in code_blocks() if runner(b) == GENERIC]
+RUN_AS_THEY_ARE = [b for b in code_blocks() if runner(b, fetched()) == GENERIC]
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ is a picture (the rings in ``docs/architecture.md``)."""
 
 from __future__ import annotations
 
+import ast
 import re
 import socket
 import sys
@@ -77,35 +78,27 @@ def console(found: Block) -> list[Line]:
 
 
 GENERIC = "tests/acceptance/test_docs_blocks.py::test_a_python_block_runs"
-# Blocks that need more than a new interpreter (a server, a run in a given state, a
-# directory with a file beside them): the test that runs each, with that plumbing.
-RUN_BY: dict[tuple[str, str, str], str] = {
-    ("README.md", "Waystone", "bash"): "tests/acceptance/test_readme.py::"
-    "test_the_first_command_runs_the_demo_on_the_embedded_postgres",
-    ("README.md", "Bring your LangGraph graph", "python"): "tests/acceptance/test_readme.py::"
-    "test_the_first_example_runs_twice_in_a_row",
-    ("README.md", "Bring your LangGraph graph", "json"): "tests/acceptance/test_readme.py::"
-    "test_the_readme_langgraph_json_names_the_graphs",
-    ("README.md", "The LangGraph server API", "console"): "tests/acceptance/test_readme.py::"
-    "test_the_readme_langgraph_api_section_runs_as_written",
-    ("README.md", "The LangGraph server API", "py"): "tests/acceptance/test_readme.py::"
-    "test_the_readme_langgraph_api_section_runs_as_written",
-    ("docs/cli.md", "A 30-second tour", "console"): "tests/acceptance/test_readme.py::"
-    "test_the_tour_typed_in_a_new_directory_ends_done",
-    ("docs/graphs.md", "From the command line", "console"): "tests/acceptance/test_readme.py::"
-    "test_the_graph_commands_run_as_written_twice",
-    ("docs/api.md", "Crons", "py"): "tests/acceptance/test_api_crons.py::"
-    "test_the_docs_cron_example_runs_as_written",
-    ("docs/tools.md", "Settling a call by hand", "bash"): "tests/acceptance/test_docs_blocks.py::"
-    "test_the_settle_commands_run_as_written",
-    ("docs/benchmarks.md", "Commands", "bash"): "tests/acceptance/test_docs_blocks.py::"
-    "test_the_benchmark_commands_name_scripts_and_options_that_exist",
-}
 
 
-def runner(found: Block) -> str | None:
-    """The test that runs ``found``; a python block with no plumbing runs as it is."""
-    named = RUN_BY.get((found.page, found.heading, found.lang))
+def fetched() -> dict[tuple[str, str, str], str]:
+    """The blocks an acceptance test fetches by name, ``block(page, heading, lang)``, to run
+    with the plumbing it needs (a server, a run in a given state, a file beside it): the
+    test module of each."""
+    found: dict[tuple[str, str, str], str] = {}
+    for path in sorted((ROOT / "tests" / "acceptance").glob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+                continue
+            words = [a.value for a in node.args if isinstance(a, ast.Constant)]
+            if node.func.id == "block" and len(words) == 3 == len(node.args):
+                page, heading, lang = (str(w) for w in words)
+                found[(page, heading, lang)] = str(path.relative_to(ROOT))
+    return found
+
+
+def runner(found: Block, by_name: dict[tuple[str, str, str], str]) -> str | None:
+    """The test module that runs ``found``; a python block no test fetches runs as it is."""
+    named = by_name.get((found.page, found.heading, found.lang))
     if named is None and found.lang == "python":
         return GENERIC
     return named
