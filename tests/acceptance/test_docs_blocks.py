@@ -2,10 +2,11 @@
 interpreter in a new directory on the test's database, with the example provider up (the
 agent is told where, as ``WAYSTONE_PAYMENTS_URL`` tells it). The settle commands of
 ``docs/tools.md`` run on runs that a kill left ``needs-human``, their ``THREAD`` and
-``KEY`` those runs' own; each finishes ``done``. The benchmark commands name scripts and
-options that exist: a benchmark measures, so the suite does not run one
-(``scripts/README.md``). The README's blocks, the CLI's tour and the graph commands are
-in ``test_readme.py``; ``tests/unit/test_docs.py`` checks that every block has a test."""
+``KEY`` those runs' own; each finishes ``done``. The migrate commands run on a database
+with no schema. The benchmark commands name scripts and options that exist: a benchmark
+measures, so the suite does not run one (``scripts/README.md``). The README's blocks, the
+CLI's tour and the graph commands are in ``test_readme.py``; ``tests/unit/test_docs.py``
+checks that every block has a test."""
 
 from __future__ import annotations
 
@@ -21,7 +22,16 @@ import pytest
 from tests.acceptance.test_react_agent_safe import KILLS, SAID, _bookings, _json
 from tests.acceptance.test_settle import _ledger
 from tests.conftest import ROOT, Cli
-from tests.support.blocks import GENERIC, Block, argv, block, code_blocks, fetched, runner
+from tests.support.blocks import (
+    GENERIC,
+    Block,
+    argv,
+    block,
+    code_blocks,
+    console,
+    fetched,
+    runner,
+)
 from tests.support.safe_graphs import GRAPHS, trip
 from waystone.examples.provider import ProviderProcess
 from waystone.runtime import Runtime
@@ -99,6 +109,35 @@ def test_the_settle_commands_run_as_written(
         assert _json(cli("run", thread_id, "--json"))["state"] == "done"
         made_again = 1 if "--absent" in settle else 0  # applied: not made again
         assert len(_bookings(provider)) == booked + made_again
+
+
+def test_the_migrate_commands_run_as_written(
+    empty_database_url: str, new_directory: tuple[Path, dict[str, str]]
+) -> None:
+    """On a database with no schema: the dry run lists what it lacks and applies nothing,
+    then ``migrate`` applies it all."""
+    cwd, env = new_directory
+    env["WAYSTONE_DATABASE_URL"] = empty_database_url
+    lines = console(block("docs/migrations.md", "When migrations run", "console"))
+    assert [line.command for line in lines] == ["waystone migrate --dry-run", "waystone migrate"]
+
+    def pending() -> list[object]:
+        shown = subprocess.run(
+            argv(["waystone", "migrate", "--dry-run", "--json"]),
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        return list(_json(shown)["pending"])
+
+    for line, left in zip(lines, (True, False), strict=True):
+        done = subprocess.run(
+            argv(shlex.split(line.command)), cwd=cwd, env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, (line.command, done.stderr)
+        assert all(s in done.stdout.splitlines() for s in line.shown), done.stdout
+        assert bool(pending()) is left, line.command
 
 
 def test_the_benchmark_commands_name_scripts_and_options_that_exist() -> None:

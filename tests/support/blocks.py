@@ -1,6 +1,6 @@
 """The code blocks of the README and of ``docs/``, found by page and heading, and which test
-runs each one. A fenced block with a language is code and must be run; an untagged fence
-is a picture (the rings in ``docs/architecture.md``)."""
+runs each one. A fenced block with a language is code and must be run; an untagged or
+``text`` fence is a picture or a message shown (the rings in ``docs/architecture.md``)."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def blocks_of(page: str) -> list[Block]:
 
 
 def code_blocks() -> list[Block]:
-    return [b for p in pages() for b in blocks_of(p) if b.lang]
+    return [b for p in pages() for b in blocks_of(p) if b.lang not in ("", "text")]
 
 
 def block(page: str, heading: str, lang: str) -> Block:
