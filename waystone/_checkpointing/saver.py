@@ -439,7 +439,7 @@ class WaystoneSaver(InThreads, PostgresSaver):
             with pipelined(conn):
                 if token is not None:
                     with conn.cursor(binary=True) as setter:
-                        setter.execute(FENCE_SQL, (str(token),))
+                        setter.execute(FENCE_SQL, {"lease_token": str(token)})
                 with conn.cursor(binary=True, row_factory=dict_row) as cur:
                     for query, params, how in held:
                         if how is True:
@@ -669,7 +669,7 @@ class WaystoneSaver(InThreads, PostgresSaver):
         try:
             with self._pool.connection() as conn, conn.transaction():
                 if token is not None:
-                    conn.execute(FENCE_SQL, (str(token),))
+                    conn.execute(FENCE_SQL, {"lease_token": str(token)})
                 yield conn
         except psycopg.DatabaseError as exc:
             reraise(exc)
