@@ -177,7 +177,7 @@ def test_a_refused_run_on_a_thread_it_would_make_makes_no_row(
     api: str, sql: psycopg.Connection[Any]
 ) -> None:
     bad = {
-        "no assistant_id": ({"input": say("x")}, 400),
+        "no assistant_id": ({"input": say("x")}, 422),
         "an unknown graph": ({"assistant_id": "nothing-by-that-name", "input": say("x")}, 404),
         "no input": ({"assistant_id": "assist"}, 400),
         "a wrong strategy": (
