@@ -18,6 +18,7 @@ from waystone.errors import BadInput
 from waystone.web.replies import HttpError
 
 Model = TypeVar("Model", bound=BaseModel)
+UNION_TAGS = frozenset({"str", "int", "float", "bool", "none", "list", "dict", "any"})
 
 
 class Body(BaseModel):
@@ -45,11 +46,20 @@ class Paged(Body):
 
 def invalid(exc: ValidationError, what: str = "the body") -> HttpError:
     """422 naming each field that is wrong and what is wrong with it."""
-    said = []
+    said: dict[str, list[str]] = {}
     for error in exc.errors(include_url=False, include_input=False):
-        where = ".".join(str(part) for part in error["loc"]) or what
-        said.append(f"{where}: {error['msg']}")
-    return HttpError(422, f"{what} is not valid: {'; '.join(said)}")
+        where = ".".join(str(p) for p in error["loc"] if not _type_tag(p)) or what
+        said.setdefault(where, []).append(error["msg"])
+    shown = "; ".join(f"{where}: {' or '.join(msgs)}" for where, msgs in said.items())
+    return HttpError(422, f"{what} is not valid: {shown}")
+
+
+def _type_tag(part: str | int) -> bool:
+    """Whether a part of an error's location names a member of a union (``list[str]``,
+    ``literal['*']``, a model's class), not a field: the caller knows fields only."""
+    if isinstance(part, int):
+        return False
+    return not part.isidentifier() or part in UNION_TAGS or part[:1].isupper()
 
 
 def validated(
