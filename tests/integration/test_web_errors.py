@@ -75,3 +75,23 @@ def test_an_error_answers_the_same_status_on_every_route(
     assert api.status_code == PINNED.get(cls, api.status_code) and api.status_code >= 400
     assert thread_id in api.json()["detail"] and thread_id in operator.json()["error"]
     assert page.headers["content-type"].startswith("text/html")
+
+
+def test_an_unforeseen_error_is_500_with_the_headers_of_every_answer(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fails(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a bug that holds ana@example.com")
+
+    monkeypatch.setattr(runtime, "status", fails)
+    app = create_app(runtime, token=TOKEN)
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    # Starlette re-raises such an error after the answer, for the server to log it
+    with TestClient(app, headers=bearer, raise_server_exceptions=False) as client:
+        answers = [client.get(p) for p in ("/threads/t-1/runs/r-1", "/api/runs/t-1", "/runs/t-1")]
+    for answer in answers:
+        assert answer.status_code == 500, answer.text
+        assert "internal error: RuntimeError" in answer.text and "ana@" not in answer.text
+        assert answer.headers["x-content-type-options"] == "nosniff"
+        assert answer.headers["cache-control"] == "no-store"
+    assert "frame-ancestors 'none'" in answers[2].headers["content-security-policy"]

@@ -26,7 +26,7 @@ from waystone.errors import (
     WaystoneError,
     chain,
 )
-from waystone.web.render import error_page
+from waystone.web.render import COMMON_HEADERS, PAGE_HEADERS, error_page
 
 logger = logging.getLogger(__name__)
 
@@ -140,8 +140,10 @@ def error_reply(
     headers: Mapping[str, str] | None = None,
     root: str = "",
 ) -> Response:
+    # an error a route did not foresee is answered outside the guard: its headers too
+    sent = {**COMMON_HEADERS, **(PAGE_HEADERS if kind == "html" else {}), **(headers or {})}
     if kind == "api":
-        return JSONResponse({"error": message}, status, dict(headers or {}))
+        return JSONResponse({"error": message}, status, sent)
     if kind == "langgraph":
-        return JSONResponse({"detail": message}, status, dict(headers or {}))
-    return error_page(status, message, headers, root)
+        return JSONResponse({"detail": message}, status, sent)
+    return error_page(status, message, sent, root)
