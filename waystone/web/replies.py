@@ -85,7 +85,6 @@ def http_status(exc: WaystoneError) -> int:
 
 def meaning(exc: BaseException) -> WaystoneError | None:
     """The Waystone error behind an exception (a database error among them), if any."""
-
     for link in chain(exc):
         if isinstance(link, WaystoneError):
             return link
@@ -120,7 +119,7 @@ async def reply_to(request: Request, exc: BaseException) -> Response:
         message = f"no such page or endpoint: {path}"
     elif isinstance(exc, HTTPException) and status == 405:
         message = f"{request.method} is not allowed here"
-    if status >= 500:
+    if status >= 500 and not isinstance(exc, HttpError):  # an HttpError is a deliberate answer
         logger.error("%s %s: %s", request.method, path, message)
     root = str(request.scope.get("root_path", ""))
     return error_reply(kind_of(path, request.method), status, message, headers, root)
