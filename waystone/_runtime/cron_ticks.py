@@ -15,7 +15,7 @@ from waystone.errors import TransitionNotAllowed
 if TYPE_CHECKING:
     from waystone._db.database import Conn
     from waystone._runtime.catalog import Catalog
-    from waystone._runtime.crons import Cron
+    from waystone._runtime.cron_rows import Cron
     from waystone._runtime.parts import Parts
 
 _THREADS = uuid.UUID("0b7f3c2e-6a41-4d2b-9f1e-5c8d7a6b4e3f")  # a stateless tick's thread ids

@@ -11,7 +11,7 @@ many tickers are up (:mod:`waystone._runtime.cron_ticks`)."""
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +19,7 @@ from psycopg.types.json import Jsonb
 
 from waystone._identifiers import check_identifier
 from waystone._runs import schedule
+from waystone._runtime.cron_rows import Cron
 from waystone._runtime.cron_ticks import Tick
 from waystone._runtime.threads import SEARCH_LIMIT
 from waystone.errors import BadInput, UnknownThread
@@ -26,24 +27,6 @@ from waystone.errors import BadInput, UnknownThread
 if TYPE_CHECKING:
     from waystone._runtime.catalog import Catalog
     from waystone._runtime.parts import Parts
-
-
-@dataclass(frozen=True)
-class Cron:
-    cron_id: str
-    agent: str
-    thread_id: str | None
-    owner: str | None  # the API token's owner that made it; None: the operator's
-    schedule: str
-    timezone: str | None
-    input: Any
-    metadata: dict[str, Any]
-    on_run_completed: str | None
-    end_time: datetime | None
-    enabled: bool
-    next_run_date: datetime
-    created_at: datetime
-    updated_at: datetime
 
 
 class Crons:

@@ -19,7 +19,7 @@ from waystone.preset._approval import parse_decision
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
 
-    from waystone.preset.spec import AgentSpec
+    from waystone.preset._definition import Definition
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class Decisions:
     signals: SignalBox
     redact: Callable[[Any], Any]
     graph_of: Callable[[str], CompiledStateGraph[Any]]
-    agent_of: Callable[[str], AgentSpec]
+    agent_of: Callable[[str], Definition]
 
     def decide(
         self,

@@ -23,10 +23,10 @@ from waystone.preset.proposers import correction_budget
 if TYPE_CHECKING:
     from waystone._runs.registry import Run
     from waystone._runtime.parts import Parts
-    from waystone.preset.spec import AgentSpec
+    from waystone.preset._definition import Definition
 
 
-def agent_entry(spec: AgentSpec, parts: Parts) -> Entry:
+def agent_entry(spec: Definition, parts: Parts) -> Entry:
     settings = parts.settings
     ports = Ports(
         agent=spec,

@@ -40,7 +40,7 @@ def create_app(
     from starlette.middleware import Middleware
 
     from waystone.errors import BadInput
-    from waystone.web import operator, owners, pages
+    from waystone.web import crons, operator, owners, pages, thread_edits
     from waystone.web.api import Api
     from waystone.web.calls import Site
     from waystone.web.gate import Gate
@@ -65,7 +65,13 @@ def create_app(
         await api.follower.close()  # its task would outlive the loop otherwise
 
     return Starlette(
-        routes=[*api.routes(), *operator.routes(site), *pages.routes(site)],
+        routes=[
+            *api.routes(),
+            *crons.routes(api),
+            *thread_edits.routes(api, api.changes, api.reads),
+            *operator.routes(site),
+            *pages.routes(site),
+        ],
         middleware=[Middleware(Guard, hosts=hosts, max_body=limit)],
         exception_handlers=HANDLERS,
         lifespan=lifespan,

@@ -30,7 +30,7 @@ from waystone._runtime.rollback import lineage
 from waystone._runtime.threads import SEARCH_LIMIT
 from waystone._webhooks.policy import Policy
 from waystone.errors import UnknownRun, UnknownThread
-from waystone.web import crons, follow, run_options, shapes, stream, thread_edits
+from waystone.web import follow, run_options, shapes, stream
 from waystone.web.bodies import (
     AssistantSearch,
     History,
@@ -90,9 +90,9 @@ class Api:
         self.follower = Follower(rt)
 
     def routes(self) -> list[Route]:
+        """Its own routes; the crons' and the thread edits' are in their modules."""
         r, w = self.reads, self.changes
         return [
-            *crons.routes(self),
             Route("/ok", self.ok, methods=["GET"]),  # a health check carries no token
             Route("/info", r(self.info), methods=["GET"]),
             Route("/assistants/search", r(self.search_assistants), methods=["POST"]),
@@ -102,7 +102,6 @@ class Api:
             Route("/threads", w(self.create_thread), methods=["POST"]),
             Route("/threads/search", r(self.search_threads), methods=["POST"]),
             Route("/threads/{thread_id}", r(self.get_thread), methods=["GET"]),
-            *thread_edits.routes(self, w, r),
             Route("/threads/{thread_id}/state", r(self.thread_state), methods=["GET"]),
             Route("/threads/{thread_id}/history", r(self.thread_history), methods=["GET", "POST"]),
             Route("/threads/{thread_id}/runs", w(self.create_run), methods=["POST"]),

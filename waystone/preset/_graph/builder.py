@@ -27,7 +27,7 @@ from waystone.preset._nodes.propose import make_propose
 from waystone.preset._nodes.verify import CHECK_NODE, fan_out, make_check, make_verify
 
 if TYPE_CHECKING:
-    from waystone.preset.spec import AgentSpec
+    from waystone.preset._definition import Definition
 
 NODES = ("propose", "authorize", "execute", "confirm", "verify")
 
@@ -66,7 +66,7 @@ def build_graph(ports: Ports, checkpointer: BaseCheckpointSaver[Any]) -> Compile
     return graph.compile(checkpointer=checkpointer)
 
 
-def goto(agent: AgentSpec, after: str, state: AgentState | dict[str, Any]) -> Any:
+def goto(agent: Definition, after: str, state: AgentState | dict[str, Any]) -> Any:
     """Where the graph goes once node ``after`` left ``state``: a node, the agent's checks
     (one ``Send`` each), or the end."""
     nxt = ROUTES[after](state)  # type: ignore[arg-type]
@@ -82,7 +82,7 @@ class Node(Protocol):
 
 
 def routed(
-    name: str, node: Callable[[AgentState, RunnableConfig], dict[str, Any]], agent: AgentSpec
+    name: str, node: Callable[[AgentState, RunnableConfig], dict[str, Any]], agent: Definition
 ) -> Node:
     """``node``, writing only what it changes (see ``state.changes``) and going where
     routing sends the state it leaves."""

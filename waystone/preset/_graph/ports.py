@@ -16,12 +16,12 @@ from waystone.effects.context import EffectContext
 from waystone.effects.tools import RetryPolicy, Tool
 
 if TYPE_CHECKING:
-    from waystone.preset.spec import AgentSpec
+    from waystone.preset._definition import Definition
 
 
 @dataclass(frozen=True)
 class Ports:
-    agent: AgentSpec
+    agent: Definition
     ledger: Ledger
     registry: RunRegistry
     model_timeout_s: float = 120.0

@@ -13,7 +13,7 @@ from waystone.preset._graph.builder import goto
 from waystone.preset._graph.state import applied
 
 if TYPE_CHECKING:
-    from waystone.preset.spec import AgentSpec
+    from waystone.preset._definition import Definition
 
 # The node that ended a run -> the node its requeue resumes after (so routing re-enters it):
 # execute again with the same action and key, confirm again, or ask again.
@@ -28,7 +28,7 @@ RESUME_AS = {
 
 def reopen(
     graph: CompiledStateGraph[Any],
-    agent: AgentSpec,
+    agent: Definition,
     config: RunnableConfig,
     *,
     ended_at: str | None = None,

@@ -16,12 +16,12 @@ from waystone.preset._graph.ports import Ports
 from waystone.preset._graph.state import AgentState, CheckTask
 
 if TYPE_CHECKING:
-    from waystone.preset.spec import AgentSpec
+    from waystone.preset._definition import Definition
 
 CHECK_NODE = "check"
 
 
-def fan_out(agent: AgentSpec, state: AgentState) -> list[Send]:
+def fan_out(agent: Definition, state: AgentState) -> list[Send]:
     """One ``Send`` per check of the agent, for this round (the current ordinal)."""
     round_ = state.get("ordinal", 0)
     return [
