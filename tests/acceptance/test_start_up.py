@@ -66,5 +66,5 @@ def test_the_example_provider_imports_nothing_of_waystones_runtime() -> None:
     modules = imported(result.stderr)
     assert "http.server" in modules  # the profile is read (the module itself is __main__)
     ours = sorted(m for m in modules if m.split(".")[0] == "waystone")
-    assert ours == ["waystone", "waystone.examples"]
+    assert ours == ["waystone", "waystone.examples", "waystone.sql"]  # its statements' reader
     assert not [m for m in modules if m.split(".")[0] in {*HEAVY, "psycopg", "pydantic", "typer"}]

@@ -1,7 +1,10 @@
 """Named queries: a shared part is included where a query names it, a bad include is
-an error that names it, and an identifier is composed quoted."""
+an error that names it and its file, any package's file of named statements is read the
+same way, and an identifier is composed quoted."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -32,3 +35,22 @@ def test_an_identifier_is_composed_quoted_never_pasted() -> None:
     # a name that is not a plain identifier stays one identifier, quotes doubled
     hostile = sql.composed("listen", channel='x"; DROP TABLE waystone.runs; --')
     assert hostile.as_string() == 'LISTEN "x""; DROP TABLE waystone.runs; --";'
+
+
+def test_any_package_file_of_named_statements_is_read_and_named_in_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = tmp_path / "named_sql_fixture"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "good.sql").write_text(
+        "-- name: head\nSELECT a FROM t\n\n-- name: one\n-- include: head\nWHERE a = ?;\n"
+    )
+    (package / "twice.sql").write_text("-- name: q\nSELECT 1;\n-- name: q\nSELECT 2;\n")
+    (package / "missing.sql").write_text("-- name: q\n-- include: tail\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert sql.named("named_sql_fixture", "good.sql")["one"] == "SELECT a FROM t\nWHERE a = ?;"
+    with pytest.raises(ValueError, match="'q' is defined twice in twice.sql"):
+        sql.named("named_sql_fixture", "twice.sql")
+    with pytest.raises(ValueError, match="missing.sql includes 'tail', which it does not"):
+        sql.named("named_sql_fixture", "missing.sql")

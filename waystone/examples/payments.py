@@ -2,7 +2,8 @@
 
 It stands in for an external system with side effects (refunds, notifications) so
 that durable-execution examples can show what happens when a call fails, times out
-or is retried.  Stdlib only: ``http.server.ThreadingHTTPServer`` + ``sqlite3`` + ``json``.
+or is retried.  Stdlib only: ``http.server.ThreadingHTTPServer`` + ``sqlite3`` + ``json``,
+its statements named in ``payments.sql`` beside it (read by ``waystone.sql``, stdlib too).
 
 Run it::
 
@@ -69,10 +70,13 @@ from pathlib import Path
 from types import FrameType
 from urllib.parse import parse_qs, urlsplit
 
+from waystone import sql
+
 __all__ = ["PaymentsServer", "main", "serve"]
 
 JsonObject = dict[str, object]
 Reply = tuple[int, object]
+Params = tuple[object, ...] | dict[str, object]
 
 MAX_BODY_BYTES = 1 << 20
 DEFAULT_TIMEOUT_AFTER_APPLY_S = 30.0
@@ -80,52 +84,20 @@ REQUEST_DEADLINE_S = 5.0  # a POST is applied within this long of its arrival, o
 MAX_FAULT_DELAY_S = 3600.0
 FAULT_ENDPOINTS = ("refunds", "notifications")
 FAULT_MODES = ("transient", "permanent", "timeout_after_apply", "slow")
+REFUND_FILTERS = ("idempotency_key", "order_id")
+NOTIFICATION_FILTERS = ("client_ref",)
+# The list statement each filter leads (the first given leads, the others narrow it), so a
+# lookup by key, order or reference keeps its index.
+_LED_BY = {
+    "idempotency_key": "refunds_by_key",
+    "order_id": "refunds_by_order",
+    "client_ref": "notifications_by_client_ref",
+}
 
 _AMOUNT_RE = re.compile(r"(?:0|[1-9][0-9]*)\.[0-9]{2}")
 _CURRENCY_RE = re.compile(r"[A-Z]{3}")
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS refunds (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    id TEXT NOT NULL UNIQUE,
-    idempotency_key TEXT NOT NULL UNIQUE,
-    order_id TEXT NOT NULL,
-    amount TEXT NOT NULL,
-    currency TEXT NOT NULL,
-    status TEXT NOT NULL,
-    created_at TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS refunds_order_id ON refunds (order_id);
-CREATE TABLE IF NOT EXISTS notifications (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    id TEXT NOT NULL UNIQUE,
-    to_addr TEXT NOT NULL,
-    body TEXT NOT NULL,
-    client_ref TEXT NOT NULL,
-    status TEXT NOT NULL,
-    created_at TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS notifications_client_ref ON notifications (client_ref);
-CREATE TABLE IF NOT EXISTS refused (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    endpoint TEXT NOT NULL,
-    ref TEXT NOT NULL,
-    deadline REAL NOT NULL,
-    at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS faults (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    id TEXT NOT NULL UNIQUE,
-    endpoint TEXT NOT NULL,
-    mode TEXT NOT NULL,
-    remaining INTEGER NOT NULL,
-    delay_s REAL NOT NULL
-);
-"""
-
-_REFUND_COLUMNS = "id, status, order_id, amount, currency, idempotency_key, created_at"
-_NOTIFICATION_COLUMNS = "id, to_addr, body, client_ref, status, created_at"
-_FAULT_COLUMNS = "id, endpoint, mode, remaining, delay_s"
+_STATEMENTS = "payments.sql"  # beside this module, run by name
 
 
 class HttpError(Exception):
@@ -176,10 +148,14 @@ Route = Callable[[Ctx], Reply]
 # --------------------------------------------------------------------------- storage
 
 
+def _sql(name: str) -> str:
+    return sql.named("waystone.examples", _STATEMENTS)[name]
+
+
 def _connect(db_path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(db_path, timeout=10.0, isolation_level=None, check_same_thread=False)
     conn.row_factory = sqlite3.Row
-    conn.execute("PRAGMA busy_timeout = 10000")
+    conn.execute(_sql("busy_timeout"))
     return conn
 
 
@@ -187,20 +163,20 @@ def init_db(db_path: Path) -> None:
     """Create the database file, its parent directory and the schema; enable WAL."""
     db_path.parent.mkdir(parents=True, exist_ok=True)
     with closing(_connect(db_path)) as conn:
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.executescript(_SCHEMA)
+        conn.execute(_sql("wal"))
+        conn.executescript(_sql("schema"))
 
 
 @contextmanager
 def _write_tx(conn: sqlite3.Connection, lock: threading.Lock) -> Iterator[None]:
     with lock:
-        conn.execute("BEGIN IMMEDIATE")
+        conn.execute(_sql("begin_write"))
         try:
             yield
         except BaseException:
-            conn.execute("ROLLBACK")
+            conn.execute(_sql("rollback"))
             raise
-        conn.execute("COMMIT")
+        conn.execute(_sql("commit"))
 
 
 def _now() -> str:
@@ -244,8 +220,18 @@ def _fault_row(row: sqlite3.Row) -> JsonObject:
     }
 
 
-def _select(conn: sqlite3.Connection, sql: str, params: tuple[object, ...]) -> list[sqlite3.Row]:
-    return list(conn.execute(sql, params).fetchall())
+def _select(conn: sqlite3.Connection, name: str, params: Params = ()) -> list[sqlite3.Row]:
+    return list(conn.execute(_sql(name), params).fetchall())
+
+
+def list_statement(
+    table: str, allowed: tuple[str, ...], filters: dict[str, str]
+) -> tuple[str, dict[str, object]]:
+    """The statement that lists ``table`` under ``filters``, and its parameters (``None``
+    where a filter is not given: any value)."""
+    params: dict[str, object] = {name: filters.get(name) for name in allowed}
+    leading = next((name for name in allowed if name in filters), None)
+    return (table if leading is None else _LED_BY[leading]), params
 
 
 # --------------------------------------------------------------------------- validation
@@ -299,19 +285,13 @@ def _validate_fault(body: JsonObject) -> tuple[str, str, int, float]:
 def _take_fault(ctx: Ctx, endpoint: str) -> tuple[str, float] | None:
     """Consume one use of the oldest active fault for ``endpoint``, if any."""
     with _write_tx(ctx.conn, ctx.lock):
-        row = ctx.conn.execute(
-            "SELECT seq, mode, remaining, delay_s FROM faults WHERE endpoint = ? "
-            "ORDER BY seq LIMIT 1",
-            (endpoint,),
-        ).fetchone()
+        row = ctx.conn.execute(_sql("oldest_fault"), (endpoint,)).fetchone()
         if row is None:
             return None
         if row["remaining"] <= 1:
-            ctx.conn.execute("DELETE FROM faults WHERE seq = ?", (row["seq"],))
+            ctx.conn.execute(_sql("delete_fault"), (row["seq"],))
         else:
-            ctx.conn.execute(
-                "UPDATE faults SET remaining = remaining - 1 WHERE seq = ?", (row["seq"],)
-            )
+            ctx.conn.execute(_sql("use_fault"), (row["seq"],))
     return str(row["mode"]), float(row["delay_s"])
 
 
@@ -327,10 +307,7 @@ def _before_deadline(ctx: Ctx, endpoint: str, ref: str, apply: Callable[[], Repl
     now = time.time()
     if not math.isfinite(deadline) or now > deadline:
         with _write_tx(ctx.conn, ctx.lock):
-            ctx.conn.execute(
-                "INSERT INTO refused (endpoint, ref, deadline, at) VALUES (?, ?, ?, ?)",
-                (endpoint, ref, deadline, now),
-            )
+            ctx.conn.execute(_sql("refuse"), (endpoint, ref, deadline, now))
         raise HttpError(504, "the request arrived past its deadline; nothing was applied")
     return apply()
 
@@ -367,22 +344,18 @@ def _add_fault(ctx: Ctx) -> Reply:
     endpoint, mode, times, delay = _validate_fault(ctx.json_body())
     fault_id = _new_id("fa")
     with _write_tx(ctx.conn, ctx.lock):
-        ctx.conn.execute(
-            "INSERT INTO faults (id, endpoint, mode, remaining, delay_s) VALUES (?, ?, ?, ?, ?)",
-            (fault_id, endpoint, mode, times, delay),
-        )
+        ctx.conn.execute(_sql("add_fault"), (fault_id, endpoint, mode, times, delay))
     fault = {"id": fault_id, "endpoint": endpoint, "mode": mode, "times": times, "delay_s": delay}
     return 201, fault
 
 
 def _list_faults(ctx: Ctx) -> Reply:
-    rows = _select(ctx.conn, f"SELECT {_FAULT_COLUMNS} FROM faults ORDER BY seq", ())
-    return 200, [_fault_row(row) for row in rows]
+    return 200, [_fault_row(row) for row in _select(ctx.conn, "faults")]
 
 
 def _clear_faults(ctx: Ctx) -> Reply:
     with _write_tx(ctx.conn, ctx.lock):
-        cleared = ctx.conn.execute("DELETE FROM faults").rowcount
+        cleared = ctx.conn.execute(_sql("clear_faults")).rowcount
     return 200, {"cleared": cleared}
 
 
@@ -391,9 +364,7 @@ def _clear_faults(ctx: Ctx) -> Reply:
 
 def _create_refund(ctx: Ctx, key: str, order_id: str, amount: str, currency: str) -> Reply:
     with _write_tx(ctx.conn, ctx.lock):
-        row = ctx.conn.execute(
-            f"SELECT {_REFUND_COLUMNS} FROM refunds WHERE idempotency_key = ?", (key,)
-        ).fetchone()
+        row = ctx.conn.execute(_sql("refund_by_key"), (key,)).fetchone()
         if row is not None:
             if (row["order_id"], row["amount"], row["currency"]) != (order_id, amount, currency):
                 raise HttpError(409, "Idempotency-Key was already used with a different body")
@@ -407,10 +378,7 @@ def _create_refund(ctx: Ctx, key: str, order_id: str, amount: str, currency: str
             "idempotency_key": key,
             "created_at": _now(),
         }
-        ctx.conn.execute(
-            f"INSERT INTO refunds ({_REFUND_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            tuple(refund.values()),
-        )
+        ctx.conn.execute(_sql("add_refund"), refund)
     return 201, refund
 
 
@@ -425,15 +393,13 @@ def _post_refund(ctx: Ctx) -> Reply:
 
 
 def _list_refunds(ctx: Ctx) -> Reply:
-    filters = ctx.query_filters(("idempotency_key", "order_id"))
-    where = " AND ".join(f"{name} = ?" for name in filters) or "1 = 1"
-    sql = f"SELECT {_REFUND_COLUMNS} FROM refunds WHERE {where} ORDER BY seq"
-    return 200, [_refund_row(row) for row in _select(ctx.conn, sql, tuple(filters.values()))]
+    filters = ctx.query_filters(REFUND_FILTERS)
+    rows = _select(ctx.conn, *list_statement("refunds", REFUND_FILTERS, filters))
+    return 200, [_refund_row(row) for row in rows]
 
 
 def _get_refund(ctx: Ctx) -> Reply:
-    sql = f"SELECT {_REFUND_COLUMNS} FROM refunds WHERE id = ?"
-    row = ctx.conn.execute(sql, (ctx.item_id,)).fetchone()
+    row = ctx.conn.execute(_sql("refund_by_id"), (ctx.item_id,)).fetchone()
     if row is None:
         raise HttpError(404, f"refund {ctx.item_id!r} not found")
     return 200, _refund_row(row)
@@ -452,10 +418,7 @@ def _create_notification(ctx: Ctx, to: str, body: str, client_ref: str) -> Reply
         "created_at": _now(),
     }
     with _write_tx(ctx.conn, ctx.lock):
-        ctx.conn.execute(
-            f"INSERT INTO notifications ({_NOTIFICATION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
-            tuple(notification.values()),
-        )
+        ctx.conn.execute(_sql("add_notification"), notification)
     return 201, notification
 
 
@@ -467,15 +430,13 @@ def _post_notification(ctx: Ctx) -> Reply:
 
 
 def _list_notifications(ctx: Ctx) -> Reply:
-    filters = ctx.query_filters(("client_ref",))
-    where = " AND ".join(f"{name} = ?" for name in filters) or "1 = 1"
-    sql = f"SELECT {_NOTIFICATION_COLUMNS} FROM notifications WHERE {where} ORDER BY seq"
-    return 200, [_notification_row(row) for row in _select(ctx.conn, sql, tuple(filters.values()))]
+    filters = ctx.query_filters(NOTIFICATION_FILTERS)
+    rows = _select(ctx.conn, *list_statement("notifications", NOTIFICATION_FILTERS, filters))
+    return 200, [_notification_row(row) for row in rows]
 
 
 def _get_notification(ctx: Ctx) -> Reply:
-    sql = f"SELECT {_NOTIFICATION_COLUMNS} FROM notifications WHERE id = ?"
-    row = ctx.conn.execute(sql, (ctx.item_id,)).fetchone()
+    row = ctx.conn.execute(_sql("notification_by_id"), (ctx.item_id,)).fetchone()
     if row is None:
         raise HttpError(404, f"notification {ctx.item_id!r} not found")
     return 200, _notification_row(row)
@@ -489,9 +450,9 @@ def _health(ctx: Ctx) -> Reply:
 
 
 def _ledger(ctx: Ctx) -> Reply:
-    refunds = _select(ctx.conn, f"SELECT {_REFUND_COLUMNS} FROM refunds ORDER BY seq", ())
-    notes = _select(ctx.conn, f"SELECT {_NOTIFICATION_COLUMNS} FROM notifications ORDER BY seq", ())
-    refused = _select(ctx.conn, "SELECT endpoint, ref, deadline, at FROM refused ORDER BY seq", ())
+    refunds = _select(ctx.conn, "refunds")
+    notes = _select(ctx.conn, "notifications")
+    refused = _select(ctx.conn, "refused")
     return 200, {
         "refunds": [_refund_row(row) for row in refunds],
         "notifications": [_notification_row(row) for row in notes],
