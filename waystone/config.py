@@ -16,7 +16,6 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
-from waystone._identifiers import check_identifier
 from waystone.errors import BadInput
 
 T = TypeVar("T")
@@ -67,7 +66,7 @@ def parse_graphs(text: str) -> tuple[tuple[str, str], ...]:
                 f"WAYSTONE_GRAPHS: {part!r} is not name=module:attribute "
                 '(e.g. WAYSTONE_GRAPHS="support=mypkg.agent:graph")'
             )
-        named = check_identifier("agent name", name.strip())
+        named = name.strip()  # checked as a name where the graph is imported
         if named in found:
             raise BadSetting(f"WAYSTONE_GRAPHS names {named!r} twice; give each graph one name")
         found[named] = ref.strip()

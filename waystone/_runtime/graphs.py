@@ -106,7 +106,10 @@ def load_graphs(text: str) -> dict[str, GraphSource]:
 
 
 def import_graphs(named: Iterable[tuple[str, str]]) -> dict[str, GraphSource]:
-    return {name: import_object("WAYSTONE_GRAPHS", ref) for name, ref in named}
+    return {
+        check_identifier("agent name", name): import_object("WAYSTONE_GRAPHS", ref)
+        for name, ref in named
+    }
 
 
 def compile_graph(
