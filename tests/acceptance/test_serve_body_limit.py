@@ -14,6 +14,7 @@ import pytest
 from tests.acceptance.test_serve import TOKEN, Served, signals
 from tests.conftest import REFUND_INPUT
 from waystone import BadInput, Runtime
+from waystone.cli.agents import default_agents
 from waystone.config import MAX_BODY, Settings
 
 
@@ -27,7 +28,7 @@ def test_a_body_over_the_configured_limit_gets_413_and_changes_nothing(
     database_url: str, sql: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("WAYSTONE_MAX_BODY_BYTES", "2000")
-    with Runtime(Settings.from_env(database_url=database_url)) as runtime:
+    with Runtime(Settings.from_env(database_url=database_url), default_agents) as runtime:
         thread_id = runtime.start("refund", REFUND_INPUT).thread_id
         served = Served(runtime, TOKEN)
         try:
