@@ -180,7 +180,7 @@ class Settings:
     ``tools``: ``"ledger"`` routes every call of a user's graph's ``ToolNode`` through the
     effect ledger; ``"as-is"`` calls its tools as LangGraph does (docs/tools.md).
     ``agents``, ``graphs``, ``langgraph_json``: what a process drives beyond what it is
-    given (:mod:`waystone.preset._agents`, :mod:`waystone._runs.graphs`).
+    given (:mod:`waystone.preset._agents`, :mod:`waystone._runtime.graphs`).
     ``encryption_key``: the key of encryption at rest (and of the vault), or none
     (:mod:`waystone._privacy.keys`). ``api_token``, ``api_tokens``, ``api_tokens_file``,
     ``max_body_bytes``, ``allowed_hosts``: the web app's (:mod:`waystone.web.owners`).
