@@ -28,7 +28,7 @@ from waystone._runtime.catalog import Catalog
 from waystone._runtime.commands import Commands
 from waystone._runtime.crons import Crons
 from waystone._runtime.drives import Drives
-from waystone._runtime.graphs import GraphSource, check_tools
+from waystone._runtime.graphs import GraphSource
 from waystone._runtime.multitask import Multitask, pending_status
 from waystone._runtime.options import RunOptions
 from waystone._runtime.parts import Parts
@@ -37,7 +37,7 @@ from waystone._runtime.thread_edits import ThreadEdits
 from waystone._runtime.threads import Thread, Threads
 from waystone._runtime.views import Views
 from waystone._webhooks.store import Webhooks
-from waystone.config import Settings
+from waystone.config import Settings, check_tools
 from waystone.errors import TransitionNotAllowed
 
 if TYPE_CHECKING:
@@ -55,6 +55,9 @@ if TYPE_CHECKING:
 class Runtime:
     """Start, drive, approve and inspect runs. Close it (or use ``with``) when done.
 
+    ``settings``: what the edge that starts read (:class:`~waystone.config.Settings`);
+    without them, the runtime reads the environment itself (as in a notebook) through
+    :meth:`Settings.from_env <waystone.config.Settings.from_env>`, with ``database_url``.
     ``agents``: the preset's agents (:class:`~waystone.AgentSpec`) by name, or a function
     giving them on first use; none by default (the demo's refund agent is
     ``agents={"refund": refund.build()}``, ``refund`` from ``waystone.examples``; the

@@ -14,8 +14,8 @@ import pytest
 from tests.acceptance.test_serve import TOKEN, Served, signals
 from tests.conftest import REFUND_INPUT
 from waystone import BadInput, Runtime
-from waystone.web.guard import MAX_BODY, max_body_bytes
-from waystone.web.serve import WebServer
+from waystone.cli.agents import default_agents
+from waystone.config import MAX_BODY, Settings
 
 
 def body_of(size: int) -> str:
@@ -25,24 +25,25 @@ def body_of(size: int) -> str:
 
 
 def test_a_body_over_the_configured_limit_gets_413_and_changes_nothing(
-    runtime: Runtime, sql: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+    database_url: str, sql: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("WAYSTONE_MAX_BODY_BYTES", "2000")
-    thread_id = runtime.start("refund", REFUND_INPUT).thread_id
-    served = Served(runtime, TOKEN)
-    try:
-        reply = served.request("POST", f"/signals/{thread_id}/note", body_of(2001), token=TOKEN)
-        assert reply.status == 413, reply.body
-        error = reply.json()["error"]
-        assert "2001 bytes" in error and "limit of 2000 bytes" in error, error
-        assert "WAYSTONE_MAX_BODY_BYTES" in error
-        assert signals(sql, thread_id, "note") == []
+    with Runtime(Settings.from_env(database_url=database_url), default_agents) as runtime:
+        thread_id = runtime.start("refund", REFUND_INPUT).thread_id
+        served = Served(runtime, TOKEN)
+        try:
+            reply = served.request("POST", f"/signals/{thread_id}/note", body_of(2001), token=TOKEN)
+            assert reply.status == 413, reply.body
+            error = reply.json()["error"]
+            assert "2001 bytes" in error and "limit of 2000 bytes" in error, error
+            assert "WAYSTONE_MAX_BODY_BYTES" in error
+            assert signals(sql, thread_id, "note") == []
 
-        reply = served.request("POST", f"/signals/{thread_id}/note", body_of(2000), token=TOKEN)
-        assert reply.status == 200, reply.body
-        assert len(signals(sql, thread_id, "note")) == 1
-    finally:
-        served.close()
+            reply = served.request("POST", f"/signals/{thread_id}/note", body_of(2000), token=TOKEN)
+            assert reply.status == 200, reply.body
+            assert len(signals(sql, thread_id, "note")) == 1
+        finally:
+            served.close()
 
 
 def test_a_content_length_that_is_not_an_ascii_number_gets_400(runtime: Runtime) -> None:
@@ -65,11 +66,11 @@ def test_a_content_length_that_is_not_an_ascii_number_gets_400(runtime: Runtime)
 
 
 def test_a_max_body_setting_that_is_not_a_number_of_bytes_is_refused(
-    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("WAYSTONE_MAX_BODY_BYTES", raising=False)
-    assert max_body_bytes() == MAX_BODY == 1 << 20
+    assert Settings.from_env().max_body_bytes == MAX_BODY == 1 << 20
     for bad in ("1MiB", "0", "-5", "1.5"):
         monkeypatch.setenv("WAYSTONE_MAX_BODY_BYTES", bad)
         with pytest.raises(BadInput, match="WAYSTONE_MAX_BODY_BYTES"):
-            WebServer(runtime, "127.0.0.1", 0, TOKEN)
+            Settings.from_env()

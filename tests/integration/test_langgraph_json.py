@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import Cli
 from waystone import BadInput, Runtime, Settings
-from waystone._runtime.graphs import graphs_from_env
+from waystone._runtime.graphs import configured_graphs
 
 GRAPH_FILE = """
 from typing import TypedDict
@@ -53,7 +53,7 @@ def test_a_langgraph_json_in_the_current_directory_is_read(
     project(tmp_path)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("WAYSTONE_GRAPHS", raising=False)
-    assert list(graphs_from_env()) == ["loud"]
+    assert list(configured_graphs(Settings.from_env())) == ["loud"]
     with Runtime(Settings(database_url=database_url)) as rt:
         assert "loud" in rt.names()
         done = rt.invoke("loud", {"text": "hi"})
@@ -87,7 +87,7 @@ def test_a_bad_langgraph_json_is_refused_clearly(
     (tmp_path / "langgraph.json").write_text(content)
     monkeypatch.chdir(tmp_path)
     with pytest.raises(BadInput, match=said.replace('"', ".").replace("(", ".")):
-        graphs_from_env()
+        configured_graphs(Settings.from_env())
 
 
 def test_a_name_in_both_places_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -95,4 +95,4 @@ def test_a_name_in_both_places_is_refused(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv("WAYSTONE_LANGGRAPH_JSON", str(config))
     monkeypatch.setenv("WAYSTONE_GRAPHS", "loud=tests.support.graphs:chat_graph")
     with pytest.raises(BadInput, match="one name"):
-        graphs_from_env()
+        configured_graphs(Settings.from_env())

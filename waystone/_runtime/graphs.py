@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from waystone._identifiers import check_identifier
 from waystone._imports import import_object
-from waystone.config import TOOL_MODES
+from waystone.config import Settings, check_tools, parse_graphs
 from waystone.errors import BadInput
 
 if TYPE_CHECKING:
@@ -32,12 +31,12 @@ if TYPE_CHECKING:
 GraphSource = Any  # a StateGraph, a function returning one, or a Pregel (see module doc)
 
 
-def graphs_from_env() -> dict[str, GraphSource]:
+def configured_graphs(settings: Settings) -> dict[str, GraphSource]:
     """The graphs ``WAYSTONE_GRAPHS`` names (``name=module:attribute``, comma-separated),
     and those of the ``langgraph.json`` in use (see the module's doc)."""
-    found = load_graphs(os.environ.get("WAYSTONE_GRAPHS", ""))
-    named = os.environ.get("WAYSTONE_LANGGRAPH_JSON")
-    config = Path(named) if named else Path("langgraph.json")
+    found = import_graphs(settings.graphs)
+    named = settings.langgraph_json
+    config = named or Path("langgraph.json")
     if named or config.is_file():
         for name, source in load_langgraph_json(config).items():
             if name in found:
@@ -102,30 +101,15 @@ def _from_file(config: Path, file: Path, attr: str) -> GraphSource:
 
 
 def load_graphs(text: str) -> dict[str, GraphSource]:
-    found: dict[str, GraphSource] = {}
-    for part in (p.strip() for p in text.split(",")):
-        if not part:
-            continue
-        name, sep, ref = part.partition("=")
-        if not sep or not name.strip() or not ref.strip():
-            raise BadInput(
-                f"WAYSTONE_GRAPHS: {part!r} is not name=module:attribute "
-                '(e.g. WAYSTONE_GRAPHS="support=mypkg.agent:graph")'
-            )
-        named = check_identifier("agent name", name.strip())
-        if named in found:
-            raise BadInput(f"WAYSTONE_GRAPHS names {named!r} twice; give each graph one name")
-        found[named] = import_object("WAYSTONE_GRAPHS", ref.strip())
-    return found
+    """The graphs ``text`` names, as ``WAYSTONE_GRAPHS`` does."""
+    return import_graphs(parse_graphs(text))
 
 
-def check_tools(mode: str) -> str:
-    if mode not in TOOL_MODES:
-        raise BadInput(
-            f"tools={mode!r}: give 'ledger' (every ToolNode call through the effect ledger, "
-            "the default) or 'as-is' (tools called as LangGraph calls them)"
-        )
-    return mode
+def import_graphs(named: Iterable[tuple[str, str]]) -> dict[str, GraphSource]:
+    return {
+        check_identifier("agent name", name): import_object("WAYSTONE_GRAPHS", ref)
+        for name, ref in named
+    }
 
 
 def compile_graph(

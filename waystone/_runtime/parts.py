@@ -48,9 +48,9 @@ class Parts:
                 migrate(self.db)
             else:
                 require_current(self.db)
-            self.vault = Vault(self.db, load_key(settings.home))
+            self.vault = Vault(self.db, load_key(settings.home, settings.encryption_key))
             self.vault.check_key()
-            self.sealer = at_rest_sealer()
+            self.sealer = at_rest_sealer(settings.encryption_key)
         except BaseException:
             self.db.close()
             raise

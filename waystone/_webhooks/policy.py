@@ -13,11 +13,11 @@ the run is created and again right before each send (a name may resolve elsewher
 from __future__ import annotations
 
 import ipaddress
-import os
 import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from waystone.config import Settings
 from waystone.errors import BadInput
 
 MAX_URL = 2048  # as the reference's default
@@ -37,17 +37,14 @@ class Policy:
     timeout_s: float = 10.0  # one request's
 
     @classmethod
-    def from_env(cls) -> Policy:
-        env = os.environ
-        hosts = tuple(
-            h.strip().lower() for h in env.get("WAYSTONE_WEBHOOK_HOSTS", "").split(",") if h.strip()
-        )
+    def of(cls, settings: Settings) -> Policy:
+        """The policy the ``WAYSTONE_WEBHOOK_*`` settings give."""
         return cls(
-            hosts=hosts,
-            attempts=max(1, int(env.get("WAYSTONE_WEBHOOK_ATTEMPTS") or 6)),
-            backoff_s=float(env.get("WAYSTONE_WEBHOOK_BACKOFF") or 2.0),
-            backoff_max_s=float(env.get("WAYSTONE_WEBHOOK_BACKOFF_MAX") or 300.0),
-            timeout_s=float(env.get("WAYSTONE_WEBHOOK_TIMEOUT") or 10.0),
+            hosts=settings.webhook_hosts,
+            attempts=settings.webhook_attempts,
+            backoff_s=settings.webhook_backoff_s,
+            backoff_max_s=settings.webhook_backoff_max_s,
+            timeout_s=settings.webhook_timeout_s,
         )
 
     @property

@@ -3,6 +3,7 @@ how a command opens its runtime, prints its result and turns errors into exit co
 
 from __future__ import annotations
 
+import functools
 import getpass
 import json
 import sys
@@ -112,7 +113,7 @@ def open_runtime(database_url: str | None, migrate: bool | None = None) -> Itera
         settings = Settings.from_env(database_url=database_url)
     except ValueError as exc:
         raise BadInput(str(exc)) from exc
-    runtime = Runtime(settings, default_agents, migrate=migrate)
+    runtime = Runtime(settings, functools.partial(default_agents, settings), migrate=migrate)
     try:
         yield runtime
     except UnknownThread as exc:

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 from collections.abc import Callable
@@ -86,6 +85,7 @@ def worker(
     database_url: DbOpt = None,
 ) -> None:
     """Claim runnable runs, drive them, release them (SIGTERM: finish the step and stop)."""
+    import functools
     import logging
 
     from waystone import logs
@@ -105,7 +105,7 @@ def worker(
             settings = Settings.from_env(database_url=database_url, lease_seconds=lease_seconds)
         except ValueError as exc:
             raise BadInput(str(exc)) from exc
-        with Runtime(settings, default_agents) as rt:
+        with Runtime(settings, functools.partial(default_agents, settings)) as rt:
             for handler in logging.getLogger().handlers:
                 handler.addFilter(rt.log_filter())  # no personal data in the logs
             try:
@@ -219,14 +219,13 @@ def api_cmd(
     (x-api-key, or a bearer token), and an owner sees its own threads only; without any,
     the API only reads. Once listening it prints its URL (with --json: {"url": ...,
     "port": ...})."""
-    hosts = os.environ.get("WAYSTONE_ALLOWED_HOSTS", "")
-    _serve(host, port, hosts, False, 10.0, as_json, database_url, "LangGraph API on")
+    _serve(host, port, None, False, 10.0, as_json, database_url, "LangGraph API on")
 
 
 def _serve(
     host: str,
     port: int,
-    allowed_hosts: str,
+    allowed_hosts: str | None,
     public_reads: bool,
     read_timeout: float,
     as_json: bool,
@@ -248,12 +247,14 @@ def _serve(
         with open_runtime(database_url) as rt:
             for handler in logging.getLogger().handlers:
                 handler.addFilter(rt.log_filter())
+            # `api` has no flag for them: its hosts are the setting's
+            hosts = rt.settings.allowed_hosts if allowed_hosts is None else allowed_hosts
             server = WebServer(
                 rt,
                 host,
                 port,
-                os.environ.get("WAYSTONE_API_TOKEN") or None,
-                hosts=allowed_hosts.split(","),
+                rt.settings.api_token or None,
+                hosts=hosts.split(","),
                 public_reads=public_reads,
                 read_timeout=read_timeout,
             )
@@ -316,15 +317,21 @@ def demo(
     database_url: DbOpt = None,
 ) -> None:
     """Run the refund agent against the example provider, through an approval, to done."""
+    from waystone.examples import refund
     from waystone.examples.provider import ProviderProcess
+    from waystone.runtime import Runtime
 
     def body() -> None:
+        settings = Settings.from_env(database_url=database_url)
         with (
             tempfile.TemporaryDirectory(prefix="waystone-demo-") as tmp,
             ProviderProcess.start(Path(tmp) / "payments.sqlite3") as provider,
-            open_runtime(database_url, migrate=True) as rt,  # a demo makes what it needs
+            Runtime(
+                settings,
+                {"refund": refund.build(provider_url=provider.url)},
+                migrate=True,  # a demo makes what it needs
+            ) as rt,
         ):
-            os.environ["WAYSTONE_PAYMENTS_URL"] = provider.url
 
             def say(text: str) -> None:
                 if not as_json:

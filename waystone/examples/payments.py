@@ -51,7 +51,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import re
 import secrets
 import signal
@@ -602,7 +601,10 @@ def serve(host: str, port: int, db_path: Path, *, verbose: bool = False) -> Thre
 
 def default_db_path() -> Path:
     """``$WAYSTONE_HOME/payments.sqlite3``; ``WAYSTONE_HOME`` defaults to ``./.waystone``."""
-    return Path(os.environ.get("WAYSTONE_HOME") or ".waystone") / "payments.sqlite3"
+    from waystone.config import Settings  # only here: the provider itself is stdlib only
+
+    home: Path = Settings.read("home")
+    return home / "payments.sqlite3"
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -1,19 +1,24 @@
 """The refund agent: refund an order, then notify the customer.
 
 Its tools talk over HTTP to the example payments provider
-(``python -m waystone.examples.payments``), found through ``WAYSTONE_PAYMENTS_URL``.
+(``python -m waystone.examples.payments``): the one :func:`build` is given, or
+``WAYSTONE_PAYMENTS_URL``'s when a tool is called.
 Policy: refunds above 100.00 need a person's approval; notifications are allowed.
 """
 
 from __future__ import annotations
 
-import os
 import re
+from collections.abc import Callable
+from dataclasses import replace
 from decimal import Decimal
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from waystone.config import DEFAULT_PAYMENTS_URL as DEFAULT_PAYMENTS_URL
+from waystone.config import Settings
 from waystone.effects import http
 from waystone.effects.tools import Tool
 from waystone.errors import BadInput
@@ -21,11 +26,11 @@ from waystone.preset.policy import Rule, RulePolicy
 from waystone.preset.proposers import Proposal, Proposer, ScriptedProposer
 from waystone.preset.spec import AgentSpec, Check, CheckResult
 
-DEFAULT_PAYMENTS_URL = "http://127.0.0.1:8700"
-
 
 def payments_url() -> str:
-    return os.environ.get("WAYSTONE_PAYMENTS_URL", DEFAULT_PAYMENTS_URL).rstrip("/")
+    """``WAYSTONE_PAYMENTS_URL``, read at each call (the provider of a test may move)."""
+    url: str = Settings.read("payments_url")
+    return url
 
 
 # The provider's own rules (examples/payments.py), so that nothing a person is asked to
@@ -69,10 +74,12 @@ class NotifyArgs(BaseModel):
     _text = field_validator("to", "body")(_not_blank)
 
 
-def _refund_apply(args: dict[str, Any], key: str, timeout: float) -> dict[str, Any]:
+def _refund_apply(
+    where: Callable[[], str], args: dict[str, Any], key: str, timeout: float
+) -> dict[str, Any]:
     receipt: dict[str, Any] = http.request(
         "POST",
-        f"{payments_url()}/refunds",
+        f"{where()}/refunds",
         json=args,
         headers={"Idempotency-Key": key},
         timeout=timeout,
@@ -80,56 +87,70 @@ def _refund_apply(args: dict[str, Any], key: str, timeout: float) -> dict[str, A
     return receipt
 
 
-def _refund_lookup(args: dict[str, Any], key: str, timeout: float) -> dict[str, Any] | None:
+def _refund_lookup(
+    where: Callable[[], str], args: dict[str, Any], key: str, timeout: float
+) -> dict[str, Any] | None:
     del args
     found = http.request(
-        "GET", f"{payments_url()}/refunds", params={"idempotency_key": key}, timeout=timeout
+        "GET", f"{where()}/refunds", params={"idempotency_key": key}, timeout=timeout
     )
     return found[0] if found else None
 
 
 def _refund_confirm(
-    args: dict[str, Any], key: str, receipt: dict[str, Any], timeout: float
+    where: Callable[[], str],
+    args: dict[str, Any],
+    key: str,
+    receipt: dict[str, Any],
+    timeout: float,
 ) -> dict[str, Any] | None:
     del args, key
     found: dict[str, Any] | None = http.request(
-        "GET", f"{payments_url()}/refunds/{receipt['id']}", timeout=timeout, not_found_ok=True
+        "GET", f"{where()}/refunds/{receipt['id']}", timeout=timeout, not_found_ok=True
     )
     return found
 
 
-def _notify_apply(args: dict[str, Any], key: str, timeout: float) -> dict[str, Any]:
+def _notify_apply(
+    where: Callable[[], str], args: dict[str, Any], key: str, timeout: float
+) -> dict[str, Any]:
     receipt: dict[str, Any] = http.request(
         "POST",
-        f"{payments_url()}/notifications",
+        f"{where()}/notifications",
         json={**args, "client_ref": key},
         timeout=timeout,
     )
     return receipt
 
 
-def _notify_lookup(args: dict[str, Any], key: str, timeout: float) -> dict[str, Any] | None:
+def _notify_lookup(
+    where: Callable[[], str], args: dict[str, Any], key: str, timeout: float
+) -> dict[str, Any] | None:
     del args
     found = http.request(
-        "GET", f"{payments_url()}/notifications", params={"client_ref": key}, timeout=timeout
+        "GET", f"{where()}/notifications", params={"client_ref": key}, timeout=timeout
     )
     return found[0] if found else None
 
 
 def _notify_confirm(
-    args: dict[str, Any], key: str, receipt: dict[str, Any], timeout: float
+    where: Callable[[], str],
+    args: dict[str, Any],
+    key: str,
+    receipt: dict[str, Any],
+    timeout: float,
 ) -> dict[str, Any] | None:
     del receipt
-    return _notify_lookup(args, key, timeout)
+    return _notify_lookup(where, args, key, timeout)
 
 
 REFUND = Tool(
     name="refund",
     description="Refund an order to the customer's original payment method.",
     args_model=RefundArgs,
-    apply=_refund_apply,
-    lookup=_refund_lookup,
-    confirm=_refund_confirm,
+    apply=partial(_refund_apply, payments_url),
+    lookup=partial(_refund_lookup, payments_url),
+    confirm=partial(_refund_confirm, payments_url),
     idempotent_by_key=True,
     risk="high",
 )
@@ -138,9 +159,9 @@ NOTIFY = Tool(
     name="notify_customer",
     description="Send the customer a message.",
     args_model=NotifyArgs,
-    apply=_notify_apply,
-    lookup=_notify_lookup,
-    confirm=_notify_confirm,
+    apply=partial(_notify_apply, payments_url),
+    lookup=partial(_notify_lookup, payments_url),
+    confirm=partial(_notify_confirm, payments_url),
     idempotent_by_key=False,
     risk="low",
     timeout_s=5.0,
@@ -238,11 +259,37 @@ def customer_notified(input: dict[str, Any], completed: list[dict[str, Any]]) ->
     return CheckResult(False, "the customer has not been notified")
 
 
-def build(proposer: Proposer | None = None) -> AgentSpec:
-    """The refund agent; ``proposer`` defaults to the offline scripted plan."""
+def _tools(url: str | None) -> tuple[Tool, Tool]:
+    """The two tools, calling the provider at ``url`` (None: ``WAYSTONE_PAYMENTS_URL``'s)."""
+    if url is None:
+        return REFUND, NOTIFY
+
+    def where() -> str:
+        return url.rstrip("/")
+
+    return (
+        replace(
+            REFUND,
+            apply=partial(_refund_apply, where),
+            lookup=partial(_refund_lookup, where),
+            confirm=partial(_refund_confirm, where),
+        ),
+        replace(
+            NOTIFY,
+            apply=partial(_notify_apply, where),
+            lookup=partial(_notify_lookup, where),
+            confirm=partial(_notify_confirm, where),
+        ),
+    )
+
+
+def build(proposer: Proposer | None = None, provider_url: str | None = None) -> AgentSpec:
+    """The refund agent; ``proposer`` defaults to the offline scripted plan, and
+    ``provider_url`` to ``WAYSTONE_PAYMENTS_URL``'s, read when a tool is called."""
+    refund, notify = _tools(provider_url)
     return AgentSpec(
         name="refund",
-        tools={REFUND.name: REFUND, NOTIFY.name: NOTIFY},
+        tools={refund.name: refund, notify.name: notify},
         policy=POLICY,
         proposer=proposer or ScriptedProposer(plan),
         checks=[

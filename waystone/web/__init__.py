@@ -7,7 +7,6 @@ webhook (:mod:`waystone.web.operator`)."""
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import AsyncIterator, Iterable
 from typing import TYPE_CHECKING
 
@@ -27,6 +26,7 @@ def create_app(
 ) -> Starlette:
     """The ASGI app on ``runtime`` (which stays the caller's to close).
 
+    The defaults are the runtime's settings (``runtime.settings``, which the caller read).
     ``token`` (by default ``WAYSTONE_API_TOKEN``): the operator's token, what a client
     must send to change anything, and to read while it is set; owners' tokens are read
     from ``WAYSTONE_API_TOKENS_FILE`` or ``WAYSTONE_API_TOKENS`` (:mod:`waystone.web.owners`)
@@ -44,20 +44,21 @@ def create_app(
     from waystone.web.api import Api
     from waystone.web.calls import Site
     from waystone.web.gate import Gate
-    from waystone.web.guard import Guard, max_body_bytes
+    from waystone.web.guard import Guard
     from waystone.web.replies import HANDLERS
     from waystone.web.security import SessionStore, parse_allowed_hosts
 
+    settings = runtime.settings
     if token is None:
-        token = os.environ.get("WAYSTONE_API_TOKEN") or None
+        token = settings.api_token or None
     try:
         hosts = None if allowed_hosts is None else frozenset(parse_allowed_hosts(allowed_hosts))
     except ValueError as exc:
         raise BadInput(f"--allowed-hosts: {exc}") from exc
-    limit = max_body_bytes() if max_body is None else max_body
+    limit = settings.max_body_bytes if max_body is None else max_body
     site = Site(runtime, Gate(token or None, public_reads, SessionStore(runtime.connection)))
 
-    api = Api(runtime, owners.from_env(os.environ, token or None))
+    api = Api(runtime, owners.from_settings(settings, token or None))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -5,32 +5,14 @@ from sniffing, caching, framing or running it (a page: the Content-Security-Poli
 
 from __future__ import annotations
 
-import os
-
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from waystone.errors import BadInput
 from waystone.web.render import COMMON_HEADERS, PAGE_HEADERS
 from waystone.web.replies import error_reply, kind_of, route_path
 from waystone.web.security import HostName, host_allowed
 
-MAX_BODY_ENV = "WAYSTONE_MAX_BODY_BYTES"
-MAX_BODY = 1 << 20  # 1 MiB unless set: approvals, webhooks and run inputs are small
 HEALTH_PATH = "/ok"  # answered for any Host: it says only that the server is up
-
-
-def max_body_bytes() -> int:
-    """The largest request body the app reads: ``WAYSTONE_MAX_BODY_BYTES``, or 1 MiB."""
-    raw = os.environ.get(MAX_BODY_ENV, "").strip()
-    if not raw:
-        return MAX_BODY
-    if not (raw.isascii() and raw.isdigit()) or int(raw) == 0:
-        raise BadInput(
-            f"{MAX_BODY_ENV}={raw!r} is not a number of bytes: set a whole number above 0 "
-            f"(the default is {MAX_BODY}, 1 MiB)"
-        )
-    return int(raw)
 
 
 class Guard:
@@ -73,7 +55,8 @@ class Guard:
         if int(length) > self.max_body:
             return 413, (
                 f"the body is {int(length)} bytes, over this server's limit of "
-                f"{self.max_body} bytes: send a smaller one (the limit is set by {MAX_BODY_ENV})"
+                f"{self.max_body} bytes: send a smaller one "
+                "(the limit is set by WAYSTONE_MAX_BODY_BYTES)"
             )
         return None
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from waystone._identifiers import check_identifier
+from waystone.config import Settings
 from waystone.errors import BadInput
 
 OPERATOR = None  # the owner of the operator's token: none, so it sees every thread
@@ -49,11 +50,12 @@ def _same(given: str, token: str) -> bool:
     return hmac.compare_digest(given.encode(), token.encode())
 
 
-def from_env(env: Mapping[str, str], operator: str | None) -> Tokens:
-    """The tokens the environment names; :class:`BadInput` on a malformed pair (which
-    line or pair, never the token)."""
+def from_settings(settings: Settings, operator: str | None) -> Tokens:
+    """The operator's token and the owners' tokens the settings name (the file's, then
+    the pairs'); :class:`BadInput` on a malformed pair (which line or pair, never the
+    token)."""
     owners: dict[str, str] = {}
-    path = env.get("WAYSTONE_API_TOKENS_FILE")
+    path = str(settings.api_tokens_file or "")
     if path:
         try:
             text = Path(path).read_text(encoding="utf-8")
@@ -61,7 +63,7 @@ def from_env(env: Mapping[str, str], operator: str | None) -> Tokens:
             raise BadInput(f"WAYSTONE_API_TOKENS_FILE {path!r} cannot be read: {exc}") from None
         lines = text.splitlines()
         _add(owners, [x for x in lines if x.strip() and not x.lstrip().startswith("#")], path)
-    pairs = env.get("WAYSTONE_API_TOKENS")
+    pairs = settings.api_tokens
     if pairs:
         _add(owners, [p for p in pairs.split(",") if p.strip()], "WAYSTONE_API_TOKENS")
     taken = list(owners.values()) + ([operator] if operator else [])

@@ -27,7 +27,6 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from waystone.errors import BadInput
 from waystone.runtime import Runtime
 from waystone.web.gate import TOKEN_ENV
-from waystone.web.guard import max_body_bytes
 from waystone.web.security import allowed_hosts, parse_allowed_hosts
 
 logger = logging.getLogger(__name__)
@@ -144,7 +143,7 @@ class WebServer:
             )
         self.token = token or None
         self.public_reads = public_reads
-        max_body = max_body_bytes()
+        max_body = runtime.settings.max_body_bytes
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         # bound here, so that the port (--port 0) and the Host names are known
         self.socket = _bind(host, port, family)

@@ -42,7 +42,7 @@ class Deliverer:
     ) -> None:
         self.rt, self.owner, self._stopping = rt, owner, stopping
         self.poll_seconds = poll_seconds
-        self.policy = Policy.from_env()
+        self.policy = Policy.of(rt.settings)
         self.wake = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="waystone-webhooks", daemon=True)
 
