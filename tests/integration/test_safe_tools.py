@@ -345,6 +345,37 @@ def test_a_tool_node_in_a_subgraph_is_routed_too(rt: Runtime) -> None:
     assert effects(history) == {"book": ("applied", 1), "ask": ("applied", 1)}
 
 
+def test_a_subgraph_a_node_function_calls_is_refused_unless_its_tools_are_safe(
+    rt: Runtime,
+) -> None:
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    tools = Tools()
+
+    def outer(inner: Any) -> StateGraph[Any]:
+        def node(state: MessagesState) -> dict[str, Any]:
+            return {"messages": inner.invoke(state)["messages"]}
+
+        builder = StateGraph(MessagesState)
+        builder.add_node("call_inner", node)
+        builder.add_edge(START, "call_inner")
+        builder.add_edge("call_inner", END)
+        return builder
+
+    unsafe = agent([tools.book, tools.ask], call("book", order_id="1001"))
+    rt.register_graph("hidden", outer(unsafe))
+    with pytest.raises(BadInput, match=r"node hidden/call_inner .*tools ask, book .*as a node"):
+        rt.start("hidden", SAID)  # refused when the graph is built: before any run
+    assert rt.list() == []
+    read_only = waystone.durable_tool(tools.look, read_only=True)
+    safe = agent([read_only], call("look", order_id="1001"))
+    rt.register_graph("hidden_safe", outer(safe))  # nothing in it needs the ledger
+    assert rt.start("hidden_safe", SAID).state == "queued"
+    with Runtime(Settings(database_url=rt.database_url), tools="as-is") as as_is:
+        as_is.register_graph("hidden", outer(unsafe))  # opted out: called as LangGraph does
+        assert as_is.start("hidden", SAID).state == "queued"
+
+
 @pytest.mark.parametrize("declared", [False, True])
 def test_effects_a_tool_made_before_its_interrupt_are_not_made_again(
     rt: Runtime, declared: bool
