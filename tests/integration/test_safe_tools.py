@@ -693,3 +693,53 @@ def test_a_transport_error_is_retried_when_the_tool_node_handles_errors(
     assert done.state == "done", done
     assert calls["look"] == 2
     assert results(rt, "handled_flaky", done.thread_id) == {"call_look": "1001 is in stock"}
+
+
+@pytest.mark.parametrize("driven", ["sync", "async"])
+def test_a_retry_wrapper_of_the_users_gets_the_tools_own_error_again(
+    rt: Runtime, driven: str
+) -> None:
+    """A ``wrap_tool_call`` that calls again on the tool's own error class gets that class
+    back from the ledger (the call is not made again), so its ``except`` still works."""
+    tools = Tools()
+    caught: list[str] = []
+
+    def again(request: Any, execute: Any) -> Any:
+        try:
+            return execute(request)
+        except ValueError:
+            caught.append("first")
+        try:
+            return execute(request)
+        except ValueError as exc:
+            caught.append("second")
+            return ToolMessage(f"gave up: {exc}", tool_call_id=request.tool_call["id"])
+
+    async def aagain(request: Any, execute: Any) -> Any:
+        try:
+            return await execute(request)
+        except ValueError:
+            caught.append("first")
+        try:
+            return await execute(request)
+        except ValueError as exc:
+            caught.append("second")
+            return ToolMessage(f"gave up: {exc}", tool_call_id=request.tool_call["id"])
+
+    if driven == "sync":
+        node = ToolNode([tools.fails], wrap_tool_call=again)
+    else:
+        node = ToolNode([tools.fails], awrap_tool_call=aagain)
+    turn = AIMessage(content="", tool_calls=[call("fails", order_id="9")])
+    model = ConversationModel(responses=[turn, AIMessage("done")])
+    rt.register_graph("retried", create_react_agent(model, node))
+    if driven == "sync":
+        done = rt.invoke("retried", SAID)
+    else:
+        done = asyncio.run(rt.ainvoke("retried", SAID))
+    assert done.state == "done", done
+    assert caught == ["first", "second"]
+    assert tools.calls["fails"] == 1
+    said = results(rt, "retried", done.thread_id)["call_fails"]
+    assert said == "gave up: no such order 9"
+    assert effects(rt.history(done.thread_id)) == {"fails": ("failed", 1)}

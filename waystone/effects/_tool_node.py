@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from waystone.effects._kinds import ToolKind, tool_kind
 from waystone.effects._read_only import retrying
 from waystone.effects._stop import Stop, routed, stops_kept
-from waystone.effects._tool_calls import AExecute, Execute, LedgeredCall
+from waystone.effects._tool_calls import AExecute, Execute, LedgeredCall, errors_kept
 from waystone.effects.lc_tools import DurableTool
 from waystone.errors import BadInput
 
@@ -128,7 +128,7 @@ def _unstopping(func: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(func)
     def run(*args: Any, **kwargs: Any) -> Any:
-        with stops_kept() as kept:
+        with stops_kept() as kept, errors_kept():
             try:
                 out = func(*args, **kwargs)
             except Stop as stop:
@@ -143,7 +143,7 @@ def _unstopping(func: Callable[..., Any]) -> Callable[..., Any]:
 def _aunstopping(func: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
     @functools.wraps(func)
     async def run(*args: Any, **kwargs: Any) -> Any:
-        with stops_kept() as kept:
+        with stops_kept() as kept, errors_kept():
             try:
                 out = await func(*args, **kwargs)
             except Stop as stop:
