@@ -743,3 +743,44 @@ def test_a_retry_wrapper_of_the_users_gets_the_tools_own_error_again(
     said = results(rt, "retried", done.thread_id)["call_fails"]
     assert said == "gave up: no such order 9"
     assert effects(rt.history(done.thread_id)) == {"fails": ("failed", 1)}
+
+
+def test_an_invalid_resume_value_is_an_interrupt_and_the_call_is_made_on_a_good_one(
+    rt: Runtime,
+) -> None:
+    """A resume value that does not match ``interrupt()``'s ``response_schema`` leaves the
+    interrupt to be answered again: the call is recorded interrupted, never failed."""
+    from pydantic import BaseModel
+
+    class Approval(BaseModel):
+        approved: bool
+
+    calls: Counter[str] = Counter()
+
+    @tool
+    def book_approved(order_id: str) -> str:
+        """Ask for approval, then book."""
+        answer = interrupt({"approve": order_id}, response_schema=Approval)
+        calls["book"] += 1
+        return f"booked {order_id}: {answer.approved}"
+
+    turn = AIMessage(content="", tool_calls=[call("book_approved", order_id="3")])
+    model = ConversationModel(responses=[turn, AIMessage("done")])
+    rt.register_graph("approves", create_react_agent(model, [book_approved]))
+    waiting = rt.invoke("approves", SAID)
+    assert waiting.state == "waiting", waiting
+    rt.resume(waiting.thread_id, {"approved": "maybe"})
+    refused = rt.run(waiting.thread_id)
+    assert refused.state == "waiting", refused  # asked again: nothing of the value was saved
+    assert calls["book"] == 0
+    history = rt.history(refused.thread_id)
+    assert effects(history) == {"book_approved": ("interrupted", 0)}
+    [said] = [e for e in history["events"] if e["kind"] == "resume-refused"]
+    assert "Approval" in said["reason"]
+    rt.resume(refused.thread_id, {"approved": True})
+    done = rt.run(refused.thread_id)
+    assert done.state == "done", done
+    assert calls["book"] == 1
+    history = rt.history(done.thread_id)
+    assert effects(history) == {"book_approved": ("applied", 1)}
+    assert results(rt, "approves", done.thread_id)["call_book_approved"] == "booked 3: True"

@@ -20,7 +20,7 @@ from langgraph.errors import GraphBubbleUp, ParentCommand
 from waystone._crash import crash_point
 from waystone._hints import requeue_command, settle_commands
 from waystone.effects import deadline
-from waystone.effects._interrupts import again_on_resume, resumed_in_task
+from waystone.effects._interrupts import again_on_resume, pauses, resumed_in_task
 from waystone.effects._ledger import Effect, Ledger, Note
 from waystone.effects._reconcile import Step, after_lookup, next_step
 from waystone.effects._stop import Stop
@@ -201,10 +201,19 @@ class EffectRunner:
         )
         return after_lookup(False), row
 
-    def _interrupted(self, thread_id: str, key: str, tool: Tool, exc: GraphBubbleUp) -> None:
+    def _paused(self, thread_id: str, key: str, tool: Tool, exc: Exception, sent: int) -> None:
         """The call raised ``interrupt()`` (or another of LangGraph's control-flow
-        exceptions), which goes on up to LangGraph: the intent is kept as interrupted, so
-        the call made again when the node runs again is made, not sent to a person."""
+        exceptions, or ``interrupt()`` refused its resume value), which goes on up to
+        LangGraph: recorded interrupted when it may simply be made again, else left open."""
+        resumed = resumed_in_task(invalid_resume=not isinstance(exc, GraphBubbleUp))
+        if again_on_resume(sent, resumed):
+            self._interrupted(thread_id, key, tool, exc)
+        else:
+            self._left_open(thread_id, key, tool, sent)
+
+    def _interrupted(self, thread_id: str, key: str, tool: Tool, exc: Exception) -> None:
+        """The intent is kept as interrupted, so the call made again when the node runs
+        again is made, not sent to a person."""
         what = type(exc).__name__
         self.ledger.interrupted(
             key,
@@ -274,6 +283,8 @@ class EffectRunner:
             except (WaystoneError, GraphBubbleUp):  # interrupt() and the like: no error
                 raise
             except Exception as exc:
+                if pauses(exc):  # interrupt() refused its resume value: asked again
+                    raise
                 kind = classify_transport(exc) or UnknownOutcome
                 raise kind(f"{tool.name}: {type(exc).__name__}: {exc}") from exc
             finally:
@@ -331,10 +342,7 @@ class EffectRunner:
         except GraphBubbleUp as exc:
             if isinstance(exc, Stop):  # a needs-human inside: left open, as by a crash
                 raise
-            if again_on_resume(sent[0] if sent else 0, resumed_in_task()):
-                self._interrupted(thread_id, key, tool, exc)
-            else:
-                self._left_open(thread_id, key, tool, sent[0] if sent else 0)
+            self._paused(thread_id, key, tool, exc, sent[0] if sent else 0)
             raise
         except TransientError as exc:
             row = self.ledger.update(
@@ -387,6 +395,11 @@ class EffectRunner:
                 self._look_after_losing(thread_id, key, args, tool)
                 raise
             return self._step("unknown", tool), row, None
+        except Exception as exc:  # only what _call lets through: a resume value refused
+            if not pauses(exc):
+                raise
+            self._paused(thread_id, key, tool, exc, sent[0] if sent else 0)
+            raise
         crash_point("execute:after-apply", tool.name)
         # A receipt that a crash may lose is reconciled without a person (looked up, or
         # applied again under the key the provider dedupes on): it commits with execute's

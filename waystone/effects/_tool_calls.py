@@ -25,6 +25,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 
+from waystone.effects._interrupts import pauses
 from waystone.effects._keys import canonical_json
 from waystone.effects._kinds import ToolKind
 from waystone.effects._proxy import tool_through
@@ -99,9 +100,9 @@ class LedgeredCall:
                 out = execute(self._escaping())
             except Escaped as escaped:
                 raise self._failed(escaped.error) from escaped.error
-            except GraphBubbleUp:
-                raise
             except Exception as exc:
+                if pauses(exc):  # interrupt(): the ledger's runner records it
+                    raise
                 raise self._failed(exc) from exc
             self.made.append(out)
             return out
@@ -121,9 +122,9 @@ class LedgeredCall:
                 out = await execute(self._escaping())
             except Escaped as escaped:
                 raise self._failed(escaped.error) from escaped.error
-            except GraphBubbleUp:
-                raise
             except Exception as exc:
+                if pauses(exc):  # interrupt(): the ledger's runner records it
+                    raise
                 raise self._failed(exc) from exc
             self.made.append(out)
             return out
