@@ -784,3 +784,28 @@ def test_an_invalid_resume_value_is_an_interrupt_and_the_call_is_made_on_a_good_
     history = rt.history(done.thread_id)
     assert effects(history) == {"book_approved": ("applied", 1)}
     assert results(rt, "approves", done.thread_id)["call_book_approved"] == "booked 3: True"
+
+
+def test_the_history_shows_a_long_output_once_in_the_ledger_not_again_in_its_event(
+    rt: Runtime,
+) -> None:
+    page = "lorem ipsum " * 2000
+
+    @tool
+    def fetch(order_id: str) -> str:
+        """Fetch a long page."""
+        return page
+
+    turn = AIMessage(content="", tool_calls=[call("fetch", order_id="4")])
+    model = ConversationModel(responses=[turn, AIMessage("done")])
+    rt.register_graph("long", create_react_agent(model, [fetch]))
+    done = rt.invoke("long", SAID)
+    assert done.state == "done", done
+    assert results(rt, "long", done.thread_id)["call_fetch"] == page  # the model sees it all
+    history = rt.history(done.thread_id)
+    [row] = history["effects"]
+    assert row["receipt"]["message"]["content"] == page  # the ledger keeps it
+    [applied] = [e for e in history["events"] if e["kind"] == "effect-applied"]
+    assert applied["evidence"]["key"] == row["key"]
+    assert page not in str(applied["evidence"])
+    assert applied["evidence"]["receipt"]["summary"]["keys"] == ["message"]

@@ -22,6 +22,7 @@ from waystone._hints import requeue_command, settle_commands
 from waystone.effects import deadline
 from waystone.effects._interrupts import again_on_resume, pauses, resumed_in_task
 from waystone.effects._ledger import Effect, Ledger, Note
+from waystone.effects._receipts import shown
 from waystone.effects._reconcile import Step, after_lookup, next_step
 from waystone.effects._stop import Stop
 from waystone.effects._transport import classify_transport
@@ -190,7 +191,7 @@ class EffectRunner:
                     thread_id,
                     "reconciled",
                     "lookup found the effect: recorded as applied",
-                    {"key": key, "receipt": found},
+                    {"key": key, "receipt": shown(found)},
                 ),
             )
             return after_lookup(True), row
@@ -416,7 +417,7 @@ class EffectRunner:
                     thread_id,
                     "effect-applied",
                     f"{tool.name} applied",
-                    {"key": key, "receipt": receipt, "attempt": attempt},
+                    {"key": key, "receipt": shown(receipt), "attempt": attempt},
                 ),
                 current=row if reconcilable else None,
             )
