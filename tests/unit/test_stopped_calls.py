@@ -176,8 +176,6 @@ def test_the_answer_says_what_the_ledger_knows() -> None:
     assert "interrupt()" in waiting and "made no effect" not in waiting
 
 
-
-
 def test_an_answer_goes_right_after_its_call_and_the_results_that_follow_it() -> None:
     found = answers([CALL], "was cancelled", [])
     answer = found["c1"]

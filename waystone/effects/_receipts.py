@@ -29,5 +29,5 @@ def shown(receipt: dict[str, Any]) -> dict[str, Any]:
     summary: dict[str, Any] = {"chars": size, "keys": sorted(receipt)[:SHOWN_KEYS]}
     found = receipt_id(receipt)
     if found is not None:
-        summary["id"] = found[:SHOWN_CHARS // 4]
+        summary["id"] = found[: SHOWN_CHARS // 4]
     return {"summary": summary}
