@@ -19,6 +19,7 @@ from langgraph.errors import GraphBubbleUp, ParentCommand
 
 from waystone._crash import crash_point
 from waystone._hints import requeue_command, settle_commands
+from waystone._retry import retry
 from waystone.effects import deadline
 from waystone.effects._interrupts import again_on_resume, pauses, resumed_in_task
 from waystone.effects._ledger import Effect, Ledger, Note
@@ -255,15 +256,27 @@ class EffectRunner:
             self.ledger.late_receipt(thread_id, key, found)
 
     def _lookup_once(self, key: str, args: dict[str, Any], tool: Tool) -> object:
-        assert tool.lookup is not None
-        for attempt in range(1, tool.retry.max_attempts + 1):
+        lookup = tool.lookup
+        assert lookup is not None
+
+        def ask() -> Receipt | None:
             self.progressed()
-            try:
-                return tool.lookup(self.reveal(args), key, tool.timeout_s)
-            except (TransientError, UnknownOutcome) as exc:
-                self.event("lookup-retry", str(exc), {"key": key, "attempt": attempt})
-                self.sleep(tool.retry.delay(attempt, self.rand()))
-        return _UNREACHABLE
+            return lookup(self.reveal(args), key, tool.timeout_s)
+
+        def noted(exc: Exception, attempt: int, wait: float | None) -> None:
+            self.event("lookup-retry", str(exc), {"key": key, "attempt": attempt})
+
+        try:
+            return retry(
+                ask,
+                tool.retry,
+                retry_on=(TransientError, UnknownOutcome),
+                on_failure=noted,
+                sleep=self.sleep,
+                rand=self.rand,
+            )
+        except (TransientError, UnknownOutcome):
+            return _UNREACHABLE
 
     def _call(
         self, tool: Tool, args: dict[str, Any], key: str, row: Effect, sent: list[int]
