@@ -809,3 +809,41 @@ def test_the_history_shows_a_long_output_once_in_the_ledger_not_again_in_its_eve
     assert applied["evidence"]["key"] == row["key"]
     assert page not in str(applied["evidence"])
     assert applied["evidence"]["receipt"]["summary"]["keys"] == ["message"]
+
+
+def test_an_invalid_resume_value_inside_an_effect_is_an_interrupt_too(rt: Runtime) -> None:
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+    from pydantic import BaseModel
+
+    class Approval(BaseModel):
+        approved: bool
+
+    made: Counter[str] = Counter()
+
+    @waystone.effect
+    def pay(order_id: str) -> dict[str, Any]:
+        answer = interrupt({"pay": order_id}, response_schema=Approval)
+        made["pay"] += 1
+        return {"paid": answer.approved}
+
+    class State(TypedDict, total=False):
+        order_id: str
+        receipt: dict[str, Any]
+
+    builder = StateGraph(State)
+    builder.add_node("pay", lambda state: {"receipt": pay(order_id=state["order_id"])})
+    builder.add_edge(START, "pay")
+    builder.add_edge("pay", END)
+    rt.register_graph("pays_approved", builder)
+    waiting = rt.invoke("pays_approved", {"order_id": "1"})
+    rt.resume(waiting.thread_id, {"approved": "perhaps"})
+    refused = rt.run(waiting.thread_id)
+    assert refused.state == "waiting", refused
+    assert effects(rt.history(refused.thread_id)) == {"pay": ("interrupted", 0)}
+    rt.resume(refused.thread_id, {"approved": True})
+    done = rt.run(refused.thread_id)
+    assert done.state == "done", done
+    assert made["pay"] == 1
+    assert effects(rt.history(done.thread_id)) == {"pay": ("applied", 1)}
