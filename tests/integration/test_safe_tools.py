@@ -135,6 +135,11 @@ def results(rt: Runtime, name: str, thread_id: str) -> dict[str, str]:
     return {m.tool_call_id: str(m.content) for m in messages if isinstance(m, ToolMessage)}
 
 
+def drive(rt: Runtime, thread_id: str, driven: str) -> Any:
+    """``rt.run``, or ``rt.arun`` on an event loop of its own."""
+    return rt.run(thread_id) if driven == "sync" else asyncio.run(rt.arun(thread_id))
+
+
 def effects(history: dict[str, Any]) -> dict[str, tuple[str, int]]:
     return {e["tool"]: (e["status"], e["attempts"]) for e in history["effects"]}
 
@@ -745,8 +750,9 @@ def test_a_retry_wrapper_of_the_users_gets_the_tools_own_error_again(
     assert effects(rt.history(done.thread_id)) == {"fails": ("failed", 1)}
 
 
+@pytest.mark.parametrize("driven", ["sync", "async"])
 def test_an_invalid_resume_value_is_an_interrupt_and_the_call_is_made_on_a_good_one(
-    rt: Runtime,
+    rt: Runtime, driven: str
 ) -> None:
     """A resume value that does not match ``interrupt()``'s ``response_schema`` leaves the
     interrupt to be answered again: the call is recorded interrupted, never failed."""
@@ -770,7 +776,7 @@ def test_an_invalid_resume_value_is_an_interrupt_and_the_call_is_made_on_a_good_
     waiting = rt.invoke("approves", SAID)
     assert waiting.state == "waiting", waiting
     rt.resume(waiting.thread_id, {"approved": "maybe"})
-    refused = rt.run(waiting.thread_id)
+    refused = drive(rt, waiting.thread_id, driven)
     assert refused.state == "waiting", refused  # asked again: nothing of the value was saved
     assert calls["book"] == 0
     history = rt.history(refused.thread_id)
@@ -778,7 +784,7 @@ def test_an_invalid_resume_value_is_an_interrupt_and_the_call_is_made_on_a_good_
     [said] = [e for e in history["events"] if e["kind"] == "resume-refused"]
     assert "Approval" in said["reason"]
     rt.resume(refused.thread_id, {"approved": True})
-    done = rt.run(refused.thread_id)
+    done = drive(rt, refused.thread_id, driven)
     assert done.state == "done", done
     assert calls["book"] == 1
     history = rt.history(done.thread_id)
