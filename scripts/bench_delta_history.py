@@ -107,7 +107,7 @@ async def measure(url: str, length: int, repeat: int) -> dict[str, Any]:
 
 
 def _fresh_database() -> tuple[str, Any]:
-    from waystone._checkpointing import embedded
+    from waystone._db import embedded
 
     home = Path(tempfile.mkdtemp(prefix="bench-delta-"))
     admin = embedded.ensure_server(home)
@@ -134,7 +134,7 @@ def main() -> None:
         out = asyncio.run(measure(url, args.length, args.repeat))
     finally:
         if home is not None:
-            from waystone._checkpointing import embedded
+            from waystone._db import embedded
 
             embedded.stop(home)
     if args.json:

@@ -38,7 +38,7 @@ import httpx
 import psutil
 from langgraph_sdk.client import LangGraphClient
 
-from waystone._checkpointing import embedded
+from waystone._db import embedded
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))

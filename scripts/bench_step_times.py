@@ -28,8 +28,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 
 from waystone import Runtime, Settings
-from waystone._checkpointing import embedded
-from waystone.dashboard import step_times
+from waystone._db import embedded
+from waystone._runs.dashboard import step_times
 from waystone.sql import query
 
 CALLS = [
@@ -80,7 +80,7 @@ def _median_ms(do: Any, repeat: int) -> float:
 
 
 def measure(url: str, runs: int, repeat: int) -> dict[str, Any]:
-    with Runtime(Settings(database_url=url), graphs={"trip": agent()}) as rt:
+    with Runtime(Settings(database_url=url), graphs={"trip": agent()}, migrate=True) as rt:
         ask = {"messages": [{"role": "user", "content": "a trip"}]}
         threads = [rt.invoke("trip", ask).thread_id for _ in range(runs)]
 

@@ -94,7 +94,7 @@ def main() -> int:
         return subprocess.run(command, cwd=work, env=env, check=False).returncode
     finally:
         if not args.url:
-            from waystone._checkpointing import embedded
+            from waystone._db import embedded
 
             embedded.stop(work / "pg")
 

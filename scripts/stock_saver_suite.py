@@ -98,7 +98,7 @@ def main() -> int:
         return _run(args, sdist, python, work, tests, home, url)
     finally:
         if not args.url:
-            from waystone._checkpointing import embedded
+            from waystone._db import embedded
 
             embedded.stop(work / "pg")
 
@@ -172,7 +172,7 @@ def _extract(sdist: Path, work: Path) -> Path:
 
 
 def _embedded(home: Path) -> str:
-    from waystone._checkpointing import embedded
+    from waystone._db import embedded
 
     home.mkdir()
     return embedded.ensure_server(home)

@@ -17,9 +17,10 @@ import psycopg
 import pytest
 from psycopg import sql as pgsql
 
-from waystone._checkpointing import embedded
-from waystone._checkpointing.database import Database
-from waystone._checkpointing.migrations import migrate
+from waystone._db import embedded
+from waystone._db.database import Database
+from waystone._db.migrations import migrate
+from waystone.cli.agents import default_agents
 from waystone.config import Settings
 from waystone.examples.provider import ProviderProcess
 from waystone.runtime import Runtime
@@ -117,7 +118,7 @@ def provider(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Provid
 
 @pytest.fixture
 def runtime(database_url: str) -> Iterator[Runtime]:
-    with Runtime(Settings(database_url=database_url)) as rt:
+    with Runtime(Settings(database_url=database_url), default_agents) as rt:
         yield rt
 
 

@@ -60,7 +60,7 @@ _HOMES = {
     "ChatModelProposer": "waystone.preset.proposers",
     "Proposal": "waystone.preset.proposers",
     "ScriptedProposer": "waystone.preset.proposers",
-    "RunStatus": "waystone._status",
+    "RunStatus": "waystone._runs.status",
     "Runtime": "waystone.runtime",
 }
 

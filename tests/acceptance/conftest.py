@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -55,3 +56,15 @@ def workers(cli: Cli, tmp_path: Path) -> Iterator[Workers]:
     pool = Workers(cli, tmp_path)
     yield pool
     pool.stop_all()
+
+
+@pytest.fixture
+def new_directory(tmp_path: Path, database_url: str) -> Iterator[tuple[Path, dict[str, str]]]:
+    """A directory of its own, and a user's environment, for the pages' commands and
+    blocks: no WAYSTONE_HOME (the default, ./.waystone, holds the vault key and the
+    provider's file) and no provider URL."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WAYSTONE_")}
+    env["WAYSTONE_DATABASE_URL"] = database_url  # in place of the embedded server
+    env["WAYSTONE_ACTOR"] = "ana"
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    yield tmp_path, env

@@ -22,7 +22,7 @@ import psycopg
 import pytest
 
 from tests.conftest import REFUND_INPUT, ROOT, Cli, wait_until
-from waystone._checkpointing import embedded
+from waystone._db import embedded
 
 AGENT_MODULE = """
 import dataclasses

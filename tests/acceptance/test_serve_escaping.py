@@ -21,6 +21,7 @@ from tests.acceptance.test_serve import CHROMIUM, CHROMIUM_ARGS, TOKEN, Served
 from tests.conftest import REFUND_INPUT
 from tests.support.graphs import chat_graph
 from waystone import Runtime, Settings
+from waystone.cli.agents import default_agents
 from waystone.examples.provider import ProviderProcess
 
 MARKUP = (
@@ -75,7 +76,7 @@ def marked(
     """A runtime with the graphs, and a run of each kind whose text holds MARKUP."""
     del provider
     graphs = {"marked": marked_graph(), "chat": chat_graph(), "called": called_graph()}
-    with Runtime(Settings(database_url=database_url), graphs=graphs) as rt:
+    with Runtime(Settings(database_url=database_url), default_agents, graphs=graphs) as rt:
         asked = rt.start("marked", {"question": MARKUP}, goal=MARKUP).thread_id
         assert rt.run(asked).state == "waiting"
         chat = rt.invoke("chat", {"messages": [{"role": "user", "content": MARKUP}]})

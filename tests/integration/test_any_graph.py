@@ -24,6 +24,7 @@ from tests.support.graphs import (
 )
 from tests.support.inside import parts
 from waystone import Runtime, Settings
+from waystone.cli.agents import default_agents
 from waystone.errors import BadInput, LeaseLost, TransitionNotAllowed
 from waystone.examples.provider import ProviderProcess
 
@@ -68,7 +69,7 @@ def test_a_graphs_interrupt_is_shown_and_answered_with_resume(rt: Runtime) -> No
 
 
 def test_the_dashboard_lists_a_graphs_pending_interrupts(rt: Runtime) -> None:
-    from waystone.dashboard import snapshot
+    from waystone._runs.dashboard import snapshot
 
     waiting = rt.invoke("ask", {"question": "which colour?"})
     data = snapshot(rt)
@@ -216,7 +217,8 @@ def test_the_preset_takes_one_run_per_thread(runtime: Runtime) -> None:
 
 def test_a_graph_and_an_agent_cannot_share_a_name(database_url: str) -> None:
     settings = Settings(database_url=database_url)
-    with Runtime(settings, graphs={"refund": chat_graph}) as runtime, pytest.raises(BadInput) as e:
+    refund_too = Runtime(settings, default_agents, graphs={"refund": chat_graph})
+    with refund_too as runtime, pytest.raises(BadInput) as e:
         runtime.names()
     assert "both as an agent and as a graph" in str(e.value)
 
@@ -228,6 +230,18 @@ def test_a_graph_that_is_not_one_is_refused_at_start(database_url: str) -> None:
     assert "register a StateGraph" in str(refused.value)
     with Runtime(settings) as runtime:
         assert runtime.list() == []
+
+
+def test_a_runtime_given_no_agents_says_what_to_pass(database_url: str) -> None:
+    """The demo's agent is the command line's: a notebook's runtime drives what it is given."""
+    from tests.conftest import REFUND_INPUT
+
+    with Runtime(Settings(database_url=database_url)) as runtime:
+        assert "refund" not in runtime.names()
+        with pytest.raises(BadInput) as told:
+            runtime.start("refund", REFUND_INPUT)
+    assert "unknown agent or graph 'refund'" in str(told.value)
+    assert 'Runtime(agents={"refund": refund.build()})' in str(told.value)
 
 
 @pytest.fixture
@@ -304,6 +318,7 @@ def test_bad_graph_input_exits_2(graph_cli: Cli) -> None:
     assert both.returncode == 2 and "one of --agent" in both.stderr
     unknown = graph_cli("start", "--graph", "nope", "--input", "{}")
     assert unknown.returncode == 2 and "unknown agent or graph 'nope'" in unknown.stderr
+    assert "refund" in unknown.stderr and "Runtime(" not in unknown.stderr  # the CLI has it
     broken = graph_cli("start", "--graph", "chat", "--input", "{}", env={"WAYSTONE_GRAPHS": "chat"})
     assert broken.returncode == 2 and "name=module:attribute" in broken.stderr
     value = graph_cli("resume", "some-thread", "--value", "{not json")
@@ -365,7 +380,7 @@ def test_a_builder_that_raises_is_bad_input(database_url: str) -> None:
 
 
 def test_a_graph_named_twice_in_waystone_graphs_is_refused() -> None:
-    from waystone._graphs import load_graphs
+    from waystone._runs.graphs import load_graphs
 
     with pytest.raises(BadInput, match="twice"):
         load_graphs("a=tests.support.graphs:chat_graph,a=tests.support.graphs:ask_graph")

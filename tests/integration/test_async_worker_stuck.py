@@ -14,7 +14,7 @@ from langgraph.graph import END, START, StateGraph
 
 from tests.conftest import wait_until
 from waystone import Runtime, Settings
-from waystone.async_worker import AsyncWorker
+from waystone.worker.aio import AsyncWorker
 
 # lease 1 s; a user's graph's step budget: model_timeout_s + step_margin_s = 2.5 s
 SHORT = {"lease_seconds": 1.0, "model_timeout_s": 2.0, "step_margin_s": 0.5}

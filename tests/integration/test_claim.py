@@ -15,7 +15,7 @@ from tests.support.inside import parts
 from tests.support.notes import registered
 from waystone import Runtime
 from waystone import sql as queries
-from waystone.worker import Worker
+from waystone.worker.sync import Worker
 
 BACKLOG = 3000
 HANDFUL = 10  # rows any node of a claim's plan may read (8 queued heads per agent)

@@ -15,8 +15,8 @@ from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from waystone._checkpointing.database import Database
 from waystone._checkpointing.saver import WaystoneSaver, make_saver
+from waystone._db.database import Database
 from waystone._privacy.vault import Vault
 from waystone.config import Settings
 

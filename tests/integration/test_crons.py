@@ -120,8 +120,9 @@ def test_a_thread_cron_runs_on_its_thread_and_skips_while_busy(
 
 
 def test_missed_ticks_run_the_latest_once(rt: Runtime, sql: psycopg.Connection[Any]) -> None:
-    cron = rt.crons.create("chat", EVERY_SECOND, HELLO)
-    overdue(sql, cron.cron_id, "10 minutes")  # as if no worker was up for ten minutes
+    # every minute, so the next tick cannot fall due while this one is taken
+    cron = rt.crons.create("chat", EVERY_MINUTE, HELLO)
+    overdue(sql, cron.cron_id, "10 hours")  # as if no worker was up for ten hours
     assert rt.crons.tick(["chat"], "t1") == 1
     [(outcome, thread_id, _, missed)] = ticks(sql, cron.cron_id)
     assert outcome == "started" and 600 <= missed < schedule.MISSED_COUNTED

@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 from tests.conftest import REFUND_INPUT
-from waystone.dashboard import render, snapshot
+from waystone._runs.dashboard import render, snapshot
 from waystone.examples.provider import ProviderProcess
 from waystone.examples.settlement import settled
 from waystone.runtime import Runtime

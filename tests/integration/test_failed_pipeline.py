@@ -13,9 +13,9 @@ from psycopg.rows import dict_row
 
 from tests.support.notes import claimed
 from waystone import LeaseLost, Runtime, Settings, sql
-from waystone._checkpointing.database import Database, jsonify
 from waystone._checkpointing.held import Statement
 from waystone._checkpointing.saver import make_saver
+from waystone._db.database import Database, jsonify
 from waystone._runs.registry import Run
 
 

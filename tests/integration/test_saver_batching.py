@@ -15,8 +15,8 @@ from langgraph.checkpoint.base import empty_checkpoint
 from tests.support.inside import parts
 from tests.support.notes import claimed, registered
 from waystone import AgentSpec, Check, CheckResult, Runtime
-from waystone._checkpointing.database import jsonify
 from waystone._checkpointing.saver import WaystoneSaver
+from waystone._db.database import jsonify
 from waystone._runs.registry import Run
 from waystone.effects._ledger import Effect, Note
 from waystone.preset._graph.state import REDUCED, AgentState

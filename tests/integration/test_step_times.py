@@ -12,9 +12,10 @@ import psycopg
 import pytest
 
 from tests.support.react_graphs import trip_agent
-from waystone import Runtime, Settings, _step_times
-from waystone._step_times import UNKNOWN_SEND
-from waystone.dashboard import shown_node, snapshot, step_times
+from waystone import Runtime, Settings
+from waystone._runs import step_times as _step_times
+from waystone._runs.dashboard import shown_node, snapshot, step_times
+from waystone._runs.step_times import UNKNOWN_SEND
 from waystone.examples.provider import ProviderProcess
 from waystone.sql import query
 

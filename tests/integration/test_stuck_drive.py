@@ -16,11 +16,11 @@ from tests.conftest import wait_until
 from tests.support.inside import parts
 from tests.support.notes import bench_storage
 from waystone import AgentSpec, LeaseLost, Runtime, Settings
-from waystone._runs.leases import lease_ok
+from waystone._checkpointing.lease_guards import lease_ok
 from waystone._runs.registry import Run
 from waystone.effects.tools import RetryPolicy
 from waystone.preset._graph.ports import Ports
-from waystone.worker import Worker
+from waystone.worker.sync import Worker
 
 # a budget of a few seconds: the model's 2 s and its retry delay, a tool's 0.5 s, a margin
 SHORT = {"lease_seconds": 1.0, "model_timeout_s": 2.0, "step_margin_s": 0.5}

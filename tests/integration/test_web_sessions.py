@@ -8,7 +8,7 @@ from typing import Any
 import psycopg
 
 from waystone import Runtime
-from waystone.web_security import SessionStore, new_session_id
+from waystone.web.security import SessionStore, new_session_id
 
 
 def test_a_revoked_or_expired_session_is_refused_by_every_store(

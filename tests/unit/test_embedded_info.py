@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from waystone._checkpointing import embedded
+from waystone._db import embedded
 
 
 def _pid_file(home: Path, pid: int) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from waystone._checkpointing.database import meaning_of
+from waystone._db.database import meaning_of
 from waystone.errors import DatabaseUnavailable, LeaseLost, chain
 from waystone.web.replies import meaning as _meaning
 

@@ -8,7 +8,7 @@ import os
 import resource
 import socket
 
-from waystone._checkpointing.database import _readable
+from waystone._db.database import _readable
 
 
 def test_readable_for_any_descriptor_number() -> None:

@@ -41,8 +41,9 @@ def test_the_loops_policies_are_the_backoffs_they_replaced() -> None:
     """The worker's, the ticker's and the migration lock's waits, as they were written by
     hand: 0.5s doubling to 5s (the claim's with jitter), 0.25s doubling to 5s for twenty
     tries, 10ms doubling to 0.5s."""
-    from waystone import ticker, worker
-    from waystone._checkpointing import migrations
+    from waystone._db import migrations
+    from waystone.worker import sync as worker
+    from waystone.worker import ticker
 
     for n in range(1, 12):
         backoff = min(0.5 * 2 ** (n - 1), 5.0)

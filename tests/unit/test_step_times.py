@@ -6,7 +6,7 @@ from __future__ import annotations
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.types import Send
 
-from waystone._step_times import send_nodes, send_targets
+from waystone._runs.step_times import send_nodes, send_targets
 
 
 def _row(version: str, value: object, serde: JsonPlusSerializer) -> dict[str, object]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from waystone.web_security import (
+from waystone.web.security import (
     allowed_hosts,
     csrf_token,
     csrf_valid,

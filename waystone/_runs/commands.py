@@ -8,21 +8,21 @@ import uuid
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
-from waystone._checkpointing.database import FENCE_SQL
+from waystone._db.database import FENCE_SQL
 from waystone._hints import command
 from waystone._identifiers import check_identifier
 from waystone._runs import options as run_options
 from waystone._runs.multitask import Multitask
 from waystone._runs.registry import PastRun, Run
 from waystone._runs.signals import APPROVAL, RESUME
-from waystone._status import past_status, status_of
+from waystone._runs.status import past_status, status_of
 from waystone.errors import BadInput, TransitionNotAllowed
 
 if TYPE_CHECKING:
-    from waystone._parts import Parts
+    from waystone._runs.catalog import Catalog
     from waystone._runs.options import RunOptions
-    from waystone._status import RunStatus
-    from waystone.catalog import Catalog
+    from waystone._runs.parts import Parts
+    from waystone._runs.status import RunStatus
 
 REQUEUABLE = ("failed", "needs-human")
 
@@ -191,7 +191,7 @@ class Commands:
             )
             if not created or not isinstance(run, Run):
                 raise TransitionNotAllowed(f"a run with thread id {target!r} already exists")
-            conn.execute(FENCE_SQL, (str(run.lease_token),))
+            conn.execute(FENCE_SQL, {"lease_token": str(run.lease_token)})
             parts.saver.copy_thread(thread_id, target, until=at, conn=conn)
         parts.registry.event(
             thread_id,

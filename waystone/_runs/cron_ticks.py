@@ -13,10 +13,10 @@ from waystone._runs import schedule
 from waystone.errors import TransitionNotAllowed
 
 if TYPE_CHECKING:
-    from waystone._checkpointing.database import Conn
-    from waystone._parts import Parts
+    from waystone._db.database import Conn
+    from waystone._runs.catalog import Catalog
     from waystone._runs.crons import Cron
-    from waystone.catalog import Catalog
+    from waystone._runs.parts import Parts
 
 _THREADS = uuid.UUID("0b7f3c2e-6a41-4d2b-9f1e-5c8d7a6b4e3f")  # a stateless tick's thread ids
 ENDED = ("done", "failed")  # a thread whose run is in one of these takes the next

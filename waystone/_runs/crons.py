@@ -2,7 +2,7 @@
 has them. A cron on a thread starts each run on that thread; one without starts each on
 a new thread. Its input and metadata are redacted and sealed as a run's input.
 
-Workers tick them (:mod:`waystone.ticker`). A tick is taken in one transaction: the due
+Workers tick them (:mod:`waystone.worker.ticker`). A tick is taken in one transaction: the due
 cron's row is locked (``SKIP LOCKED``: another ticker passes it by), its run is created
 with a start key of the cron and the tick's time, the tick is recorded in ``cron_ticks``
 (one row per tick) and the cron's next tick is set; so each tick starts one run, however
@@ -24,8 +24,8 @@ from waystone._runs.threads import SEARCH_LIMIT
 from waystone.errors import BadInput, UnknownThread
 
 if TYPE_CHECKING:
-    from waystone._parts import Parts
-    from waystone.catalog import Catalog
+    from waystone._runs.catalog import Catalog
+    from waystone._runs.parts import Parts
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,11 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from waystone._checkpointing.database import meaning_of
+from waystone._db.database import meaning_of
 from waystone._runs import driver, leases, options
 from waystone._runs.registry import Run
+from waystone._runs.status import not_runnable
 from waystone._runs.stopped_calls import answer_stopped_calls
-from waystone._status import not_runnable
 from waystone.errors import (
     BadInput,
     DatabaseUnavailable,
@@ -28,10 +28,10 @@ if TYPE_CHECKING:
     from langgraph.runtime import RunControl
     from langgraph.types import StateSnapshot
 
-    from waystone._parts import Parts
+    from waystone._runs.catalog import Catalog, Entry
     from waystone._runs.driver import OnNewRun
     from waystone._runs.options import RunOptions
-    from waystone.catalog import Catalog, Entry
+    from waystone._runs.parts import Parts
 
 logger = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from waystone._runs.registry import run_id_of
 from waystone.errors import BadInput
 
 if TYPE_CHECKING:
-    from waystone._checkpointing.database import Conn
-    from waystone._parts import Parts
+    from waystone._db.database import Conn
+    from waystone._runs.parts import Parts
 
 # Waystone's own configurable keys: a run's config may not set them.
 RESERVED = frozenset(

@@ -19,7 +19,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from waystone import sql
-from waystone._checkpointing.database import Conn, Database, jsonify, stored
+from waystone._db.database import Conn, Database, jsonify, stored
 from waystone._hints import command
 from waystone._identifiers import check_identifier
 from waystone._runs.lease_wait import HeldLease

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from psycopg.types.json import Jsonb
 
-from waystone._checkpointing.database import FENCE_SQL
+from waystone._db.database import FENCE_SQL
 from waystone._runs.driver import RUN_KEY
 
 if TYPE_CHECKING:
@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
     from langgraph.types import StateSnapshot
 
-    from waystone._checkpointing.database import Conn, Database
     from waystone._checkpointing.saver import WaystoneSaver
+    from waystone._db.database import Conn, Database
 
 RESTORED = "waystone_restored"  # the metadata key of a checkpoint a rollback wrote
 
@@ -74,7 +74,7 @@ def restore(db: Database, conn: Conn, thread_id: str, at: str | None) -> None:
     from langgraph.checkpoint.base import empty_checkpoint
 
     token = db.execute("lock_thread_run", conn=conn, thread_id=thread_id)[0]["lease_token"]
-    conn.execute(FENCE_SQL, (str(token),))
+    conn.execute(FENCE_SQL, {"lease_token": str(token)})
     newest = db.execute("newest_checkpoint_id", conn=conn, thread_id=thread_id)[0]["newest"]
     new_id = checkpoint_after(newest)
     if at is not None:

@@ -15,7 +15,7 @@ from waystone._hints import command
 from waystone.errors import BadInput, LeaseLost, TransitionNotAllowed, WaystoneError
 
 if TYPE_CHECKING:
-    from waystone._parts import Parts
+    from waystone._runs.parts import Parts
     from waystone._runs.registry import Run
     from waystone.effects._ledger import Effect
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from waystone._checkpointing.database import Conn, Database
+from waystone._db.database import Conn, Database
 from waystone._identifiers import check_identifier
 from waystone.errors import TransitionNotAllowed
 

@@ -37,7 +37,7 @@ def _home(home: Path | None) -> Path:
 @db_app.command("status")
 def db_status(home: HomeOpt = None, as_json: JsonOpt = False, database_url: DbOpt = None) -> None:
     """Whether the embedded Postgres under the home runs: its process, data and URL."""
-    from waystone._checkpointing import embedded
+    from waystone._db import embedded
 
     def body() -> None:
         info = embedded.server_info(_home(home))
@@ -68,7 +68,7 @@ def db_stop(home: HomeOpt = None, as_json: JsonOpt = False, database_url: DbOpt 
     """Stop the embedded Postgres under the home (its sessions are ended; the next command
     that needs it starts it again). Data is kept."""
     del database_url  # only the embedded server is stopped
-    from waystone._checkpointing import embedded
+    from waystone._db import embedded
 
     def body() -> None:
         where = _home(home)

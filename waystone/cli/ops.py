@@ -89,12 +89,13 @@ def worker(
     import logging
 
     from waystone import logs
+    from waystone.cli.agents import default_agents
     from waystone.runtime import Runtime
-    from waystone.worker import Worker
+    from waystone.worker.sync import Worker
 
     kind = Worker
     if use_async:
-        from waystone.async_worker import AsyncWorker
+        from waystone.worker.aio import AsyncWorker
 
         kind = AsyncWorker
 
@@ -104,7 +105,7 @@ def worker(
             settings = Settings.from_env(database_url=database_url, lease_seconds=lease_seconds)
         except ValueError as exc:
             raise BadInput(str(exc)) from exc
-        with Runtime(settings) as rt:
+        with Runtime(settings, default_agents) as rt:
             for handler in logging.getLogger().handlers:
                 handler.addFilter(rt.log_filter())  # no personal data in the logs
             try:
@@ -148,7 +149,7 @@ def dashboard(
 ) -> None:
     """Active runs by age, the steps with most retries, time per step, the oldest pending
     approvals and signals, and counts by state."""
-    from waystone import dashboard as views
+    from waystone._runs import dashboard as views
 
     def body() -> None:
         with open_runtime(database_url) as rt:
@@ -321,7 +322,7 @@ def demo(
         with (
             tempfile.TemporaryDirectory(prefix="waystone-demo-") as tmp,
             ProviderProcess.start(Path(tmp) / "payments.sqlite3") as provider,
-            open_runtime(database_url) as rt,
+            open_runtime(database_url, migrate=True) as rt,  # a demo makes what it needs
         ):
             os.environ["WAYSTONE_PAYMENTS_URL"] = provider.url
 

@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from waystone import sql
-from waystone._checkpointing.database import Database, jsonify, stored
 from waystone._checkpointing.held import Statement
+from waystone._db.database import Database, jsonify, stored
 
 logger = logging.getLogger(__name__)
 

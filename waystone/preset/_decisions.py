@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from waystone._checkpointing.database import Database
+from waystone._db.database import Database
 from waystone._hints import command
 from waystone._runs import driver
 from waystone._runs.registry import Run, RunRegistry

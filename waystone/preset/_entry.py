@@ -1,5 +1,5 @@
 """The agent preset's entry in a runtime's catalog: its five-node graph, built on the
-runtime's parts, and how a run of it goes (see :class:`waystone.catalog.Entry`).
+runtime's parts, and how a run of it goes (see :class:`waystone._runs.catalog.Entry`).
 
 A run of the preset starts from the goal and input, ends on the outcome its graph records
 (in that checkpoint's transaction), keeps its thread to itself, is reopened before a
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from waystone._runs import driver
-from waystone.catalog import Entry
+from waystone._runs.catalog import Entry
+from waystone._runs.run_config import graph_config
 from waystone.errors import BadInput
 from waystone.preset._decisions import Decisions
 from waystone.preset._graph.builder import build_graph
@@ -21,7 +21,7 @@ from waystone.preset._graph.state import initial_state
 from waystone.preset.proposers import correction_budget
 
 if TYPE_CHECKING:
-    from waystone._parts import Parts
+    from waystone._runs.parts import Parts
     from waystone._runs.registry import Run
     from waystone.preset.spec import AgentSpec
 
@@ -49,7 +49,7 @@ def agent_entry(spec: AgentSpec, parts: Parts) -> Entry:
 
     def reopened(run: Run) -> None:
         rejected = decisions.rejected(graph, run.thread_id)
-        config = driver.graph_config(run.thread_id, lease_token=run.lease_token)
+        config = graph_config(run.thread_id, lease_token=run.lease_token)
         reopen(graph, spec, config, ended_at="authorize" if rejected else None)
 
     return Entry(

@@ -1,5 +1,5 @@
 -- Waystone's schema: the one truth. A fresh database gets this file; older databases
--- get the numbered files in migrations/ (see waystone/_checkpointing/migrations.py).
+-- get the numbered files in migrations/ (see waystone/_db/migrations.py).
 -- LangGraph's own tables (checkpoints, checkpoint_blobs, checkpoint_writes) are created
 -- by langgraph-checkpoint-postgres' setup() in the public schema.
 

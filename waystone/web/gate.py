@@ -1,6 +1,6 @@
 """Who may read and change what through the operator's routes (the pages, ``/api/...``
 and the webhook): the bearer token, a form login's session and its CSRF token, and the
-Origin a form is sent from. The decisions are :mod:`waystone.web_security`'s; this module
+Origin a form is sent from. The decisions are :mod:`waystone.web.security`'s; this module
 applies them to a request's headers."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from starlette.datastructures import Headers
 
 from waystone.web.replies import HttpError
-from waystone.web_security import (
+from waystone.web.security import (
     CSRF_FIELD,
     SessionStore,
     csrf_token,

@@ -14,13 +14,23 @@ from urllib.parse import quote
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.responses import HTMLResponse
 
-from waystone.dashboard import duration, shown_interrupts, shown_node
-from waystone.web_security import CSRF_FIELD
+from waystone._runs.dashboard import duration, shown_interrupts, shown_node
+from waystone.web.security import CSRF_FIELD
 
 CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
     "frame-ancestors 'none'; base-uri 'none'"
 )
+# What every answer carries, and a page besides, so that a browser neither sniffs, caches,
+# frames nor runs it (:class:`waystone.web.guard.Guard` adds them; an error answers with them).
+COMMON_HEADERS = {
+    "cache-control": "no-store",
+    "x-content-type-options": "nosniff",
+    # same-origin, not no-referrer: with no-referrer a browser sends `Origin: null` on
+    # the page's own form posts, which the origin check must refuse
+    "referrer-policy": "same-origin",
+}
+PAGE_HEADERS = {"content-security-policy": CSP, "x-frame-options": "DENY"}
 
 
 def _ms(value: float | None) -> str:

@@ -28,7 +28,7 @@ from waystone.errors import BadInput
 from waystone.runtime import Runtime
 from waystone.web.gate import TOKEN_ENV
 from waystone.web.guard import max_body_bytes
-from waystone.web_security import allowed_hosts, parse_allowed_hosts
+from waystone.web.security import allowed_hosts, parse_allowed_hosts
 
 logger = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from typing import Any, Final
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.types import Send
 
-from waystone._checkpointing.database import Conn
+from waystone._db.database import Conn
 from waystone.sql import query
 
 logger = logging.getLogger(__name__)

@@ -5,7 +5,7 @@ can serve different agents side by side.
 
 Idle workers hold no run and wait on LISTEN/NOTIFY (``waystone_runnable``), with a slow
 poll as a fallback and a timer for the next wait that times out. Each worker ticks the
-crons of its agents in a thread of its own (:mod:`waystone.ticker`). SIGTERM (or a first
+crons of its agents in a thread of its own (:mod:`waystone.worker.ticker`). SIGTERM (or a first
 SIGINT) finishes the current step of every run in hand, releases the leases and exits; a
 second SIGINT exits at once. When Postgres goes away the worker backs off and carries on.
 A thread of its own delivers the runs' webhooks (:mod:`waystone._webhooks.deliver`),
@@ -34,15 +34,15 @@ from types import FrameType
 import psycopg
 from langgraph.runtime import RunControl
 
-from waystone import logs
+from waystone import logs, sql
 from waystone._retry import RetryPolicy, retry
 from waystone._runs.lease_wait import LeaseWait, LeaseWatch
 from waystone._runs.registry import Run, process_owner
 from waystone._webhooks import deliver
 from waystone.errors import DatabaseUnavailable, LeaseLost, WaystoneError
 from waystone.runtime import Runtime
-from waystone.ticker import CHANNEL as CRONS
-from waystone.ticker import CronTicker
+from waystone.worker.ticker import CHANNEL as CRONS
+from waystone.worker.ticker import CronTicker
 
 logger = logging.getLogger(__name__)
 
@@ -324,9 +324,8 @@ class Worker:
         while not self._stopping.is_set():
             try:
                 with psycopg.connect(self.rt.database_url, autocommit=True) as conn:
-                    conn.execute(f"LISTEN {CHANNEL}")
-                    conn.execute(f"LISTEN {CRONS}")
-                    conn.execute(f"LISTEN {deliver.CHANNEL}")
+                    for channel in (CHANNEL, CRONS, deliver.CHANNEL):
+                        conn.execute(sql.composed("listen", channel=channel))
                     failures = 0
                     self._wake.set()  # anything that arrived while we were not listening
                     self.ticker.wake.set()

@@ -7,7 +7,7 @@ signals, transitions) runs in a thread on the sync pool. Both pools are bounded
 (``WAYSTONE_POOL_MAX_SIZE`` each), whatever the concurrency: a run holds a connection only
 for a round trip, never while it awaits. Claims, wake-ups (LISTEN/NOTIFY), SIGTERM's drain
 and ``--until-idle`` (its wait for a killed worker's lease included) behave as the
-threaded worker's (:mod:`waystone.worker`).
+threaded worker's (:mod:`waystone.worker.sync`).
 
 It is a flag, not chosen per graph: the threaded worker is the faster one for sync graphs
 (no loop between a node and its save), and whether a sync node blocks is not something a
@@ -27,7 +27,7 @@ from langgraph.runtime import RunControl
 from waystone import logs
 from waystone._runs.registry import Run
 from waystone.errors import DatabaseUnavailable, LeaseLost, WaystoneError
-from waystone.worker import Worker, WorkerStats
+from waystone.worker.sync import Worker, WorkerStats
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ class _LoopWake:
 
 
 class AsyncWorker(Worker):
-    """:class:`~waystone.worker.Worker` driving its runs as tasks on one event loop (see
+    """:class:`~waystone.worker.sync.Worker` driving its runs as tasks on one event loop (see
     the module)."""
 
     def run(self) -> WorkerStats:

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 from waystone import sql
 
 if TYPE_CHECKING:
-    from waystone._checkpointing.database import Conn
+    from waystone._db.database import Conn
 
 SESSION_SECONDS = 12 * 3600
 CSRF_FIELD = "csrf"

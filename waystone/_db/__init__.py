@@ -1,0 +1,1 @@
+"""The database floor: connections, the embedded Postgres, migrations."""

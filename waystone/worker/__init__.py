@@ -1,0 +1,1 @@
+"""The worker edge: the sync and async workers and the cron ticker."""
