@@ -2,8 +2,8 @@
 
 A :class:`Runtime` holds one connection pool. Every method works from any process: all
 that matters lives in Postgres, keyed by ``thread_id``. It is made of a catalog (what it
-drives, :mod:`waystone._runs.catalog`), commands, drives and views (:mod:`waystone.runs`) over
-one set of parts (:mod:`waystone._runs.parts`); its methods are the only way in.
+drives, :mod:`waystone._runtime.catalog`), commands, drives and views (:mod:`waystone.runs`) over
+one set of parts (:mod:`waystone._runtime.parts`); its methods are the only way in.
 """
 
 from __future__ import annotations
@@ -17,25 +17,25 @@ from contextlib import contextmanager
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from waystone._runs import options as run_options
-from waystone._runs.catalog import Catalog
-from waystone._runs.commands import Commands
-from waystone._runs.crons import Crons
-from waystone._runs.drives import Drives
-from waystone._runs.graphs import GraphSource, check_tools
 from waystone._runs.lease_wait import HeldLease
-from waystone._runs.multitask import Multitask, pending_status
-from waystone._runs.options import RunOptions
-from waystone._runs.parts import Parts
 from waystone._runs.registry import Run
 from waystone._runs.run_config import graph_config
-from waystone._runs.settle import settle
 from waystone._runs.signals import RESUME
 from waystone._runs.status import RunStatus as RunStatus
 from waystone._runs.status import past_status
-from waystone._runs.thread_edits import ThreadEdits
-from waystone._runs.threads import Thread, Threads
-from waystone._runs.views import Views
+from waystone._runtime import options as run_options
+from waystone._runtime.catalog import Catalog
+from waystone._runtime.commands import Commands
+from waystone._runtime.crons import Crons
+from waystone._runtime.drives import Drives
+from waystone._runtime.graphs import GraphSource, check_tools
+from waystone._runtime.multitask import Multitask, pending_status
+from waystone._runtime.options import RunOptions
+from waystone._runtime.parts import Parts
+from waystone._runtime.settle import settle
+from waystone._runtime.thread_edits import ThreadEdits
+from waystone._runtime.threads import Thread, Threads
+from waystone._runtime.views import Views
 from waystone._webhooks.store import Webhooks
 from waystone.config import Settings
 from waystone.errors import TransitionNotAllowed
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from langgraph.runtime import RunControl
 
     from waystone._db.database import Conn
-    from waystone._runs.catalog import Preset
+    from waystone._runtime.catalog import Preset
 
 
 class Runtime:
@@ -167,7 +167,7 @@ class Runtime:
         then (:class:`TransitionNotAllowed`), ``enqueue`` queues it behind that run,
         ``interrupt`` and ``rollback`` stop that run (and those queued) as a cancel does
         and begin it, from the thread's latest state or the state before the stopped run
-        (see :mod:`waystone._runs.multitask`). A queued run shows as ``queued``.
+        (see :mod:`waystone._runtime.multitask`). A queued run shows as ``queued``.
         ``options`` as for :meth:`start`."""
         made = self._commands.start_behind(agent, input, thread_id, multitask_strategy, by, options)
         if isinstance(made, RunStatus):
@@ -465,7 +465,7 @@ class Runtime:
     ) -> dict[str, Any]:
         """Delete the checkpoints of runs that ended more than ``older_than`` ago, keeping
         each run's record, events, effects and a summary of its last state."""
-        from waystone._checkpointing.retention import prune
+        from waystone._runtime.retention import prune
 
         return prune(self._parts, self._catalog, older_than, dry_run=dry_run, limit=limit)
 

@@ -380,7 +380,7 @@ def test_a_builder_that_raises_is_bad_input(database_url: str) -> None:
 
 
 def test_a_graph_named_twice_in_waystone_graphs_is_refused() -> None:
-    from waystone._runs.graphs import load_graphs
+    from waystone._runtime.graphs import load_graphs
 
     with pytest.raises(BadInput, match="twice"):
         load_graphs("a=tests.support.graphs:chat_graph,a=tests.support.graphs:ask_graph")

@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import Cli
 from waystone import BadInput, Runtime, Settings
-from waystone._runs.graphs import graphs_from_env
+from waystone._runtime.graphs import graphs_from_env
 
 GRAPH_FILE = """
 from typing import TypedDict

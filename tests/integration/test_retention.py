@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import REFUND_INPUT
 from waystone import BadInput, Runtime, TransitionNotAllowed
-from waystone._checkpointing.retention import parse_age
+from waystone._runtime.retention import parse_age
 from waystone.examples.provider import ProviderProcess
 
 SMALL = {**REFUND_INPUT, "amount": "40.00"}

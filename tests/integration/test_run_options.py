@@ -9,7 +9,7 @@ import pytest
 
 from tests.support.option_graphs import two_steps
 from waystone import Runtime, Settings
-from waystone._runs.options import RunOptions
+from waystone._runtime.options import RunOptions
 from waystone.errors import BadInput
 
 

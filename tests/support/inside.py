@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from waystone._runs.parts import Parts
+    from waystone._runtime.parts import Parts
     from waystone.runtime import Runtime
 
 

@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from waystone._runs import graphs as _graphs
+from waystone._runtime import graphs as _graphs
 
 ENTERED, GO = threading.Event(), threading.Event()
 

@@ -35,29 +35,31 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _imports(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+def _imports(node: ast.AST, type_checking: bool = False) -> Iterator[ast.Import | ast.ImportFrom]:
     """Every import statement under ``node``, in functions too, but for those that only
-    run under ``if TYPE_CHECKING:``."""
-    if isinstance(node, ast.If) and _is_type_checking(node.test):
+    run under ``if TYPE_CHECKING:`` (unless ``type_checking``)."""
+    if isinstance(node, ast.If) and _is_type_checking(node.test) and not type_checking:
         for child in node.orelse:
             yield from _imports(child)
         return
     if isinstance(node, ast.Import | ast.ImportFrom):
         yield node
     for child in ast.iter_child_nodes(node):
-        yield from _imports(child)
+        yield from _imports(child, type_checking)
 
 
-def imports_of(name: str, path: Path, known: set[str], package: str) -> dict[str, int]:
+def imports_of(
+    name: str, path: Path, known: set[str], package: str, type_checking: bool = False
+) -> dict[str, int]:
     """The package's modules that ``name`` imports, each with the line of its first
-    import."""
+    import (those under ``if TYPE_CHECKING:`` too when ``type_checking``)."""
     is_package = path.name == "__init__.py"
     targets: dict[str, int] = {}
 
     def add(target: str, line: int) -> None:
         targets[target] = min(line, targets.get(target, line))
 
-    for node in _imports(ast.parse(path.read_text(), str(path))):
+    for node in _imports(ast.parse(path.read_text(), str(path)), type_checking):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 add(alias.name, node.lineno)
@@ -78,11 +80,15 @@ def imports_of(name: str, path: Path, known: set[str], package: str) -> dict[str
     }
 
 
-def import_lines(root: Path, package: str) -> dict[str, dict[str, int]]:
+def import_lines(
+    root: Path, package: str, type_checking: bool = False
+) -> dict[str, dict[str, int]]:
     """Each module's imports of the package's modules, with the line of each."""
     found = modules(root, package)
     known = set(found)
-    return {name: imports_of(name, path, known, package) for name, path in found.items()}
+    return {
+        name: imports_of(name, path, known, package, type_checking) for name, path in found.items()
+    }
 
 
 def import_graph(root: Path, package: str) -> dict[str, set[str]]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tests.support.migrations import MIGRATIONS, manifest_problems
 from waystone._db.migrations import FENCE, FRESH, LANGGRAPH, Step, latest_version, plan
-from waystone._runs.parts import migrates
+from waystone._runtime.parts import migrates
 from waystone.config import Settings
 
 FILES = [(1, "0001_baseline.sql"), (2, "0002_a.sql"), (3, "0003_b.sql")]

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from langgraph.types import StateSnapshot
 
-from waystone._runs.multitask import plan, stopped_as
-from waystone._runs.rollback import checkpoint_after, lineage
+from waystone._runtime.multitask import plan, stopped_as
+from waystone._runtime.rollback import checkpoint_after, lineage
 from waystone.errors import BadInput
 
 

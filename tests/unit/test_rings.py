@@ -9,13 +9,18 @@ functions too; those under ``if TYPE_CHECKING:`` alone aside):
 
 The edges (the command line, the server, the worker, the examples) may import any ring.
 ``waystone/__init__.py``, the facade, names its exports by string and imports nothing.
+
+Between the top-level folders and modules of ``waystone/`` (its rooms) imports run one way,
+those under ``if TYPE_CHECKING:`` too (a drawing of the package's structure shows them as
+arrows): no rooms import each other, directly or through others, and each room of the
+core imports only those drawn below it.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tests.unit.test_import_cycles import PACKAGE, import_lines, modules
+from tests.unit.test_import_cycles import PACKAGE, cycles, import_lines, modules
 
 BASE = (
     "waystone.config",
@@ -31,6 +36,7 @@ BASE = (
 DB = ("waystone._db", "waystone.sql")
 CORE = (
     "waystone.runtime",
+    "waystone._runtime",
     "waystone._runs",
     "waystone.effects",
     "waystone._checkpointing",
@@ -134,10 +140,10 @@ def test_the_rules_cover_each_ring() -> None:
     assert not allowed("waystone.sql", "waystone.runtime")
     assert allowed("waystone.runtime", "waystone._db.database")
     assert not allowed("waystone.runtime", "waystone.preset._agents")
-    assert not allowed("waystone._webhooks.payload", "waystone.web.shapes")
-    assert not allowed("waystone._runs.crons", "waystone.worker.ticker")
+    assert not allowed("waystone._webhooks.store", "waystone.web.shapes")
+    assert not allowed("waystone._runtime.crons", "waystone.worker.ticker")
     assert not allowed("waystone.effects.tools", "waystone.examples.payments")
-    assert allowed("waystone.preset.spec", "waystone._runs.catalog")
+    assert allowed("waystone.preset.spec", "waystone._runtime.catalog")
     assert not allowed("waystone.preset.spec", "waystone.examples.refund")
     assert not allowed("waystone.preset._agents", "waystone.cli.app")
     assert allowed("waystone.cli.app", "waystone.preset._agents")
@@ -157,4 +163,85 @@ def test_a_lazy_import_against_the_rings_is_found(tmp_path: Path) -> None:
         path.write_text(text)
     assert wrong_imports(tmp_path, "waystone") == [
         "waystone.runtime (line 2) -> waystone.examples.refund  [core -> edge]"
+    ]
+
+
+# The core's rooms from the bottom up, as docs/architecture.md draws them.
+CORE_ROOMS = ("_privacy", "_checkpointing", "_runs", "effects", "_webhooks", "_runtime", "runtime")
+
+
+def room(module: str) -> str:
+    """The top-level folder or module of the package that ``module`` is in (its room)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def room_imports(root: Path, package: str) -> dict[str, dict[str, list[str]]]:
+    """The rooms each room imports, each with the imports that make the arrow, those
+    under ``if TYPE_CHECKING:`` too."""
+    arrows: dict[str, dict[str, list[str]]] = {}
+    for module, targets in import_lines(root, package, type_checking=True).items():
+        found = arrows.setdefault(room(module), {})
+        for target, line in sorted(targets.items()):
+            if room(target) != room(module):
+                found.setdefault(room(target), []).append(f"{module} (line {line}) -> {target}")
+    return arrows
+
+
+def room_circles(root: Path, package: str) -> list[str]:
+    """Each circle of rooms that import each other, with every import along it."""
+    arrows = room_imports(root, package)
+    found = []
+    for circle in cycles({name: set(targets) for name, targets in arrows.items()}):
+        steps = [
+            f"{a} -> {b}:" + "".join(f"\n    {line}" for line in arrows[a][b])
+            for a, b in zip(circle, circle[1:], strict=False)
+        ]
+        found.append("\n  ".join([" -> ".join(circle), *steps]))
+    return found
+
+
+def test_no_two_rooms_import_each_other() -> None:
+    circles = room_circles(PACKAGE, "waystone")
+    assert not circles, (
+        "rooms of waystone/ that import each other (move the module to the room it serves, "
+        "or type what a lower module needs with a Protocol):\n" + "\n".join(circles)
+    )
+
+
+def test_each_room_of_the_core_imports_only_those_below_it() -> None:
+    assert set(CORE_ROOMS) == {room(name) for name in CORE}
+    arrows = room_imports(PACKAGE, "waystone")
+    upward = [
+        line
+        for lower, name in enumerate(CORE_ROOMS)
+        for target, lines in arrows[name].items()
+        if target in CORE_ROOMS[lower + 1 :]
+        for line in lines
+    ]
+    assert not upward, f"the core imports upward (order: {', '.join(CORE_ROOMS)}):\n" + (
+        "\n".join("  " + line for line in upward)
+    )
+
+
+def test_rooms_that_import_each_other_are_found_by_their_lines(tmp_path: Path) -> None:
+    for relative, text in {
+        "__init__.py": "",
+        "low/__init__.py": "",
+        "low/a.py": (
+            "from typing import TYPE_CHECKING\n"
+            "if TYPE_CHECKING:\n    from pkg.high.b import B\n"
+            "A = 1\n"
+        ),
+        "high/__init__.py": "",
+        "high/b.py": "from pkg.low.a import A\nB = A\n",
+        "top.py": "from pkg.high import b\n",
+    }.items():
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert room_circles(tmp_path, "pkg") == [
+        "high -> low -> high\n"
+        "  high -> low:\n    pkg.high.b (line 1) -> pkg.low.a\n"
+        "  low -> high:\n    pkg.low.a (line 3) -> pkg.high.b"
     ]

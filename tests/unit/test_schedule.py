@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from waystone._runs import schedule
-from waystone._runs.cron_ticks import start_key, tick_thread
+from waystone._runtime.cron_ticks import start_key, tick_thread
 from waystone.errors import BadInput
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)

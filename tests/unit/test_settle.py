@@ -14,7 +14,7 @@ from langchain_core.tools import tool
 from langgraph.errors import GraphBubbleUp
 
 from waystone._runs.registry import Run
-from waystone._runs.settle import check_receipt, refusal, settled_receipt
+from waystone._runtime.settle import check_receipt, refusal, settled_receipt
 from waystone.effects._kinds import ToolKind
 from waystone.effects._ledger import Effect
 from waystone.effects._proxy import tool_through

@@ -18,7 +18,7 @@ from langgraph.prebuilt import ToolNode
 from langgraph.types import Overwrite
 
 from waystone._runs.registry import PastRun
-from waystone._runs.stopped_calls import (
+from waystone._runtime.stopped_calls import (
     Unanswered,
     answer_text,
     answers,

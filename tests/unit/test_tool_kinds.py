@@ -16,7 +16,7 @@ from langgraph.types import Command, Send
 
 import waystone
 from waystone._privacy.walk import string_mapper
-from waystone._runs.graphs import check_tools
+from waystone._runtime.graphs import check_tools
 from waystone.config import Settings
 from waystone.effects._kinds import DECLARED, ToolKind, tool_kind
 from waystone.effects._tool_calls import _command_from, receipt_of

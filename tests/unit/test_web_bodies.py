@@ -8,7 +8,7 @@ from typing import get_args
 
 import pytest
 
-from waystone._runs.multitask import STRATEGIES
+from waystone._runtime.multitask import STRATEGIES
 from waystone.errors import BadInput
 from waystone.web.bodies import MultitaskStrategy, RunCreate, StateAt
 from waystone.web.inputs import Paged, parsed, validated

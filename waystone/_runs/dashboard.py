@@ -24,8 +24,9 @@ node, a subgraph's nodes under their parent node (see :mod:`waystone._runs.step_
 from __future__ import annotations
 
 import json
+from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from rich.console import Console
 from rich.table import Table
@@ -38,7 +39,17 @@ from waystone._runs.states import STATES
 from waystone._runs.status import shown_reason
 
 if TYPE_CHECKING:
-    from waystone.runtime import Runtime
+    from langgraph.checkpoint.serde.base import SerializerProtocol
+
+
+class Runtime(Protocol):
+    """What the dashboard reads through (a :class:`waystone.runtime.Runtime`), by its
+    shape: the runs' modules sit below the facade and never import it."""
+
+    def connection(self) -> AbstractContextManager[Conn]: ...
+
+    def checkpoint_serde(self) -> SerializerProtocol: ...
+
 
 ACTIVE_STATES: Final[tuple[str, ...]] = ("queued", "running", "waiting", "needs-human")
 RETRY_KINDS: Final[dict[str, str]] = {

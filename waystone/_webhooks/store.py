@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from psycopg.types.json import Jsonb
 
@@ -14,8 +14,22 @@ from waystone import sql
 from waystone.errors import TransitionNotAllowed
 
 if TYPE_CHECKING:
-    from waystone._db.database import Conn
-    from waystone._runs.parts import Parts
+    from waystone._db.database import Conn, Database
+    from waystone._privacy.vault import Vault
+    from waystone._runs.registry import RunRegistry
+
+
+class Parts(Protocol):
+    """What the outbox uses of a runtime's parts (:class:`waystone._runtime.parts.Parts`),
+    by its shape: the outbox sits below the runtime's collaborators that arm it."""
+
+    db: Database
+    vault: Vault
+    registry: RunRegistry
+
+    def protect(self, value: Any) -> Any: ...
+
+    def reveal(self, value: Any) -> Any: ...
 
 
 def arm_new(parts: Parts, conn: Conn, thread_id: str, number: int, url: str) -> None:

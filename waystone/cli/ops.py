@@ -291,7 +291,7 @@ def prune(
 ) -> None:
     """Delete the checkpoints of runs that ended before the cutoff; keep their run row,
     events, effect ledger and a compact summary. Active runs are never touched."""
-    from waystone._checkpointing import retention
+    from waystone._runtime import retention
 
     def body() -> None:
         age = retention.parse_age(older_than)

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from waystone._db.database import Database
 from waystone._hints import command
-from waystone._runs import driver
 from waystone._runs.registry import Run, RunRegistry
 from waystone._runs.signals import APPROVAL, Signal, SignalBox
+from waystone._runtime import driver
 from waystone.errors import LeaseLost, TransitionNotAllowed
 from waystone.preset._approval import parse_decision
 

@@ -1,5 +1,5 @@
 """The agent preset's entry in a runtime's catalog: its five-node graph, built on the
-runtime's parts, and how a run of it goes (see :class:`waystone._runs.catalog.Entry`).
+runtime's parts, and how a run of it goes (see :class:`waystone._runtime.catalog.Entry`).
 
 A run of the preset starts from the goal and input, ends on the outcome its graph records
 (in that checkpoint's transaction), keeps its thread to itself, is reopened before a
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from waystone._runs.catalog import Entry
 from waystone._runs.run_config import graph_config
+from waystone._runtime.catalog import Entry
 from waystone.errors import BadInput
 from waystone.preset._decisions import Decisions
 from waystone.preset._graph.builder import build_graph
@@ -21,8 +21,8 @@ from waystone.preset._graph.state import initial_state
 from waystone.preset.proposers import correction_budget
 
 if TYPE_CHECKING:
-    from waystone._runs.parts import Parts
     from waystone._runs.registry import Run
+    from waystone._runtime.parts import Parts
     from waystone.preset.spec import AgentSpec
 
 

@@ -11,8 +11,8 @@ from waystone.preset.policy import Policy
 from waystone.preset.proposers import Proposer
 
 if TYPE_CHECKING:
-    from waystone._runs.catalog import Entry
-    from waystone._runs.parts import Parts
+    from waystone._runtime.catalog import Entry
+    from waystone._runtime.parts import Parts
 
 
 @dataclass(frozen=True)

@@ -24,10 +24,10 @@ from starlette.routing import Route
 
 from waystone._identifiers import check_identifier
 from waystone._runs import breakpoints
-from waystone._runs.options import RunOptions
-from waystone._runs.rollback import lineage
 from waystone._runs.signals import RESUME
-from waystone._runs.threads import SEARCH_LIMIT
+from waystone._runtime.options import RunOptions
+from waystone._runtime.rollback import lineage
+from waystone._runtime.threads import SEARCH_LIMIT
 from waystone._webhooks.policy import Policy
 from waystone.errors import UnknownRun, UnknownThread
 from waystone.web import crons, follow, run_options, shapes, stream, thread_edits

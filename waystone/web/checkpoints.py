@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from waystone import sql
-from waystone._runs.driver import RUN_KEY
+from waystone._runtime.driver import RUN_KEY
 from waystone.web import stream
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from waystone.web.inputs import read
 from waystone.web.replies import HttpError
 
 if TYPE_CHECKING:
-    from waystone._runs.crons import Cron
+    from waystone._runtime.crons import Cron
     from waystone.web.api import Api
 
 # What a cron request may carry that Waystone does not do yet: refused, never ignored.

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from waystone._runs.options import RunOptions
+from waystone._runtime.options import RunOptions
 from waystone.errors import BadInput
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from waystone._runs.api_shapes import jsonable as jsonable
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
 
-    from waystone._runs.threads import Thread
+    from waystone._runtime.threads import Thread
     from waystone.runtime import RunStatus
 
 SETTLED = ("done", "failed", "needs-human")

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from waystone._runs.driver import RUN_KEY
+from waystone._runtime.driver import RUN_KEY
 from waystone.web import debug, shapes
 
 if TYPE_CHECKING:

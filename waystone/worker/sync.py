@@ -8,7 +8,7 @@ poll as a fallback and a timer for the next wait that times out. Each worker tic
 crons of its agents in a thread of its own (:mod:`waystone.worker.ticker`). SIGTERM (or a first
 SIGINT) finishes the current step of every run in hand, releases the leases and exits; a
 second SIGINT exits at once. When Postgres goes away the worker backs off and carries on.
-A thread of its own delivers the runs' webhooks (:mod:`waystone._webhooks.deliver`),
+A thread of its own delivers the runs' webhooks (:mod:`waystone.worker.webhooks`),
 woken by NOTIFY on ``waystone_webhook``; ``--until-idle`` does not wait for them. It does
 wait for a run left under a lease nobody renews (a killed worker's) to expire, and then
 drives it; a run whose worker ran on this machine and is gone is driven at once
@@ -38,9 +38,9 @@ from waystone import logs, sql
 from waystone._retry import RetryPolicy, retry
 from waystone._runs.lease_wait import LeaseWait, LeaseWatch
 from waystone._runs.registry import Run, process_owner
-from waystone._webhooks import deliver
 from waystone.errors import DatabaseUnavailable, LeaseLost, WaystoneError
 from waystone.runtime import Runtime
+from waystone.worker import webhooks as deliver
 from waystone.worker.ticker import CHANNEL as CRONS
 from waystone.worker.ticker import CronTicker
 

@@ -5,7 +5,7 @@ It has a thread of its own, not a claim slot's turn: a worker whose slots all dr
 runs still ticks on time. A cron made or changed anywhere wakes it (``NOTIFY
 waystone_crons``, heard by the worker's listener); the worker's poll interval bounds its
 sleep, as a fallback for a lost notification. Any number of tickers may be up: a tick is
-taken by one of them (see :mod:`waystone._runs.crons`).
+taken by one of them (see :mod:`waystone._runtime.crons`).
 """
 
 from __future__ import annotations

@@ -15,14 +15,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from waystone._identifiers import check_identifier
-from waystone._runs.graphs import GraphSource, check_names
+from waystone._runtime.graphs import GraphSource, check_names
 from waystone.errors import BadInput
 
 if TYPE_CHECKING:
     from langgraph.graph.state import CompiledStateGraph
 
-    from waystone._runs.parts import Parts
     from waystone._runs.registry import Run
+    from waystone._runtime.parts import Parts
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ class Catalog:
     @property
     def graphs(self) -> dict[str, GraphSource]:
         if self._sources is None:
-            from waystone._runs.graphs import graphs_from_env
+            from waystone._runtime.graphs import graphs_from_env
 
             self._sources = graphs_from_env()
             check_names(self.agents, self._sources)
@@ -152,7 +152,7 @@ class Catalog:
         return found
 
     def _graph_entry(self, name: str) -> Entry:
-        from waystone._runs.graphs import compile_graph, needs_async
+        from waystone._runtime.graphs import compile_graph, needs_async
 
         settings = self._parts.settings
         # a Pregel (an @entrypoint's) has what the runtime uses of a compiled StateGraph

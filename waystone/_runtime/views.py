@@ -7,16 +7,16 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from waystone._checkpointing.position import next_nodes
-from waystone._runs import driver
-from waystone._runs.multitask import stopped_as
 from waystone._runs.registry import Run, run_id_of
 from waystone._runs.run_config import graph_config
 from waystone._runs.signals import APPROVAL
 from waystone._runs.status import RunStatus, status_of
+from waystone._runtime import driver
+from waystone._runtime.multitask import stopped_as
 
 if TYPE_CHECKING:
-    from waystone._runs.catalog import Catalog
-    from waystone._runs.parts import Parts
+    from waystone._runtime.catalog import Catalog
+    from waystone._runtime.parts import Parts
 
 
 class Views:

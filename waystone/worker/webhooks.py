@@ -22,9 +22,9 @@ import httpx
 import psycopg
 
 from waystone._crash import crash_point
-from waystone._webhooks.payload import body_of, idempotency_key
 from waystone._webhooks.policy import Policy, Unresolved
 from waystone.errors import BadInput, WaystoneError
+from waystone.worker.webhook_payload import body_of, idempotency_key
 
 if TYPE_CHECKING:
     from waystone._webhooks.store import Claimed

@@ -9,18 +9,18 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from waystone._runs import driver
 from waystone._runs.breakpoints import only_breakpoints
 from waystone._runs.run_config import graph_config
+from waystone._runtime import driver
 from waystone.errors import BadInput, TransitionNotAllowed
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
 
-    from waystone._runs.catalog import Catalog
-    from waystone._runs.commands import Commands
-    from waystone._runs.parts import Parts
-    from waystone._runs.threads import Thread, Threads
+    from waystone._runtime.catalog import Catalog
+    from waystone._runtime.commands import Commands
+    from waystone._runtime.parts import Parts
+    from waystone._runtime.threads import Thread, Threads
 
 # The states of a run whose thread's state may be changed: nothing drives it, and nothing
 # (a signal, a resume) is about to; and a run waiting at a breakpoint.

@@ -10,10 +10,11 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from waystone._db.database import meaning_of
-from waystone._runs import driver, leases, options
+from waystone._runs import leases
 from waystone._runs.registry import Run
 from waystone._runs.status import not_runnable
-from waystone._runs.stopped_calls import answer_stopped_calls
+from waystone._runtime import driver, options
+from waystone._runtime.stopped_calls import answer_stopped_calls
 from waystone.errors import (
     BadInput,
     DatabaseUnavailable,
@@ -28,10 +29,10 @@ if TYPE_CHECKING:
     from langgraph.runtime import RunControl
     from langgraph.types import StateSnapshot
 
-    from waystone._runs.catalog import Catalog, Entry
-    from waystone._runs.driver import OnNewRun
-    from waystone._runs.options import RunOptions
-    from waystone._runs.parts import Parts
+    from waystone._runtime.catalog import Catalog, Entry
+    from waystone._runtime.driver import OnNewRun
+    from waystone._runtime.options import RunOptions
+    from waystone._runtime.parts import Parts
 
 logger = logging.getLogger(__name__)
 
@@ -135,7 +136,7 @@ class Drives:
 
     def _on_new_run(self, claimed: Run) -> OnNewRun:
         """Answers the tool calls the run before left without a result (see
-        :mod:`waystone._runs.stopped_calls`)."""
+        :mod:`waystone._runtime.stopped_calls`)."""
         registry, ledger = self._parts.registry, self._parts.ledger
 
         def answer(graph: CompiledStateGraph[Any], snapshot: StateSnapshot) -> None:

@@ -15,8 +15,8 @@ from waystone._hints import command
 from waystone.errors import BadInput, LeaseLost, TransitionNotAllowed, WaystoneError
 
 if TYPE_CHECKING:
-    from waystone._runs.parts import Parts
     from waystone._runs.registry import Run
+    from waystone._runtime.parts import Parts
     from waystone.effects._ledger import Effect
 
 SETTLES = ("failed", "needs-human")  # the runs nobody drives

@@ -18,7 +18,7 @@ from waystone.errors import BadInput
 
 if TYPE_CHECKING:
     from waystone._db.database import Conn
-    from waystone._runs.parts import Parts
+    from waystone._runtime.parts import Parts
 
 # Waystone's own configurable keys: a run's config may not set them.
 RESERVED = frozenset(

@@ -6,7 +6,7 @@ Workers tick them (:mod:`waystone.worker.ticker`). A tick is taken in one transa
 cron's row is locked (``SKIP LOCKED``: another ticker passes it by), its run is created
 with a start key of the cron and the tick's time, the tick is recorded in ``cron_ticks``
 (one row per tick) and the cron's next tick is set; so each tick starts one run, however
-many tickers are up (:mod:`waystone._runs.cron_ticks`)."""
+many tickers are up (:mod:`waystone._runtime.cron_ticks`)."""
 
 from __future__ import annotations
 
@@ -19,13 +19,13 @@ from psycopg.types.json import Jsonb
 
 from waystone._identifiers import check_identifier
 from waystone._runs import schedule
-from waystone._runs.cron_ticks import Tick
-from waystone._runs.threads import SEARCH_LIMIT
+from waystone._runtime.cron_ticks import Tick
+from waystone._runtime.threads import SEARCH_LIMIT
 from waystone.errors import BadInput, UnknownThread
 
 if TYPE_CHECKING:
-    from waystone._runs.catalog import Catalog
-    from waystone._runs.parts import Parts
+    from waystone._runtime.catalog import Catalog
+    from waystone._runtime.parts import Parts
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,8 @@ if TYPE_CHECKING:  # the runtime imports this module for every command; most dri
     from langgraph.types import Command, Interrupt, StateSnapshot
 
     from waystone._checkpointing.held import Statement
-    from waystone._runs.catalog import Entry
-    from waystone._runs.options import RunOptions
+    from waystone._runtime.catalog import Entry
+    from waystone._runtime.options import RunOptions
 
 logger = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ def drive(
     (see :mod:`waystone.effects`), in ``configurable["__waystone__"]``; ``options`` are
     what the run was created with (config, LangGraph's context, breakpoints);
     ``on_new_run`` is given the thread's state left by the run before, once, before this
-    run's input is applied (see :mod:`waystone._runs.stopped_calls`)."""
+    run's input is applied (see :mod:`waystone._runtime.stopped_calls`)."""
     graph = entry.graph
     steps = _steps(
         entry, run, registry, signals, context=context, options=options, on_new_run=on_new_run
@@ -408,7 +408,7 @@ def settle(
 ) -> Run:
     """Transition the run to what its graph says (``snapshot``: its latest state, read
     again when not given), consuming the signals it has used. A graph with an ``ending``
-    (see :class:`~waystone._runs.catalog.Entry`) ends on the outcome it records; any other is
+    (see :class:`~waystone._runtime.catalog.Entry`) ends on the outcome it records; any other is
     done when it ends. A run given ``breakpoints`` that stopped at one waits there."""
     if snapshot is None:
         snapshot = graph.get_state(graph_config(run.thread_id))

@@ -11,18 +11,18 @@ from typing import TYPE_CHECKING, Any
 from waystone._db.database import FENCE_SQL
 from waystone._hints import command
 from waystone._identifiers import check_identifier
-from waystone._runs import options as run_options
-from waystone._runs.multitask import Multitask
 from waystone._runs.registry import PastRun, Run
 from waystone._runs.signals import APPROVAL, RESUME
 from waystone._runs.status import past_status, status_of
+from waystone._runtime import options as run_options
+from waystone._runtime.multitask import Multitask
 from waystone.errors import BadInput, TransitionNotAllowed
 
 if TYPE_CHECKING:
-    from waystone._runs.catalog import Catalog
-    from waystone._runs.options import RunOptions
-    from waystone._runs.parts import Parts
     from waystone._runs.status import RunStatus
+    from waystone._runtime.catalog import Catalog
+    from waystone._runtime.options import RunOptions
+    from waystone._runtime.parts import Parts
 
 REQUEUABLE = ("failed", "needs-human")
 
@@ -119,7 +119,7 @@ class Commands:
         options: RunOptions | None = None,
     ) -> RunStatus | str | int:
         """A new run on a thread whose run may not have ended, as ``strategy`` says (see
-        :mod:`waystone._runs.multitask`): its number when it is queued behind the thread's
+        :mod:`waystone._runtime.multitask`): its number when it is queued behind the thread's
         run or began after stopping it; begun as :meth:`start` begins one otherwise."""
         by = self._parts.who(by)
         thread_id, goal, clean = self.new(agent, input, None, thread_id, None)

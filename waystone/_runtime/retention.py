@@ -15,8 +15,8 @@ from waystone import sql
 from waystone.errors import BadInput
 
 if TYPE_CHECKING:
-    from waystone._runs.catalog import Catalog
-    from waystone._runs.parts import Parts
+    from waystone._runtime.catalog import Catalog
+    from waystone._runtime.parts import Parts
 
 ENDED = ("done", "failed")
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from psycopg.types.json import Jsonb
 
 from waystone._db.database import FENCE_SQL
-from waystone._runs.driver import RUN_KEY
+from waystone._runtime.driver import RUN_KEY
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

@@ -18,7 +18,7 @@ from waystone._identifiers import check_identifier
 from waystone.errors import BadInput, TransitionNotAllowed, UnknownThread
 
 if TYPE_CHECKING:
-    from waystone._runs.parts import Parts
+    from waystone._runtime.parts import Parts
 
 IF_EXISTS = ("raise", "do_nothing")
 SEARCH_LIMIT = 10_000  # the threads a search looks through (their metadata may be sealed)

@@ -23,17 +23,17 @@ from typing import TYPE_CHECKING, Any
 
 from psycopg.types.json import Jsonb
 
-from waystone._runs import options as run_options
-from waystone._runs import rollback
 from waystone._runs.registry import run_id_of
 from waystone._runs.signals import RESUME
 from waystone._runs.status import RunStatus
+from waystone._runtime import options as run_options
+from waystone._runtime import rollback
 from waystone.errors import BadInput, TransitionNotAllowed, UnknownThread
 
 if TYPE_CHECKING:
     from waystone._db.database import Conn
-    from waystone._runs.options import RunOptions
-    from waystone._runs.parts import Parts
+    from waystone._runtime.options import RunOptions
+    from waystone._runtime.parts import Parts
 
 STRATEGIES = ("reject", "enqueue", "interrupt", "rollback")
 ENDED = ("done", "failed")

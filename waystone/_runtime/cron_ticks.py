@@ -1,5 +1,5 @@
 """One tick of one cron, taken inside its ticker's transaction (see
-:mod:`waystone._runs.crons`): its run started, with a start key of the cron and the
+:mod:`waystone._runtime.crons`): its run started, with a start key of the cron and the
 tick's time, or passed over with the reason; either way recorded once in
 ``cron_ticks``."""
 
@@ -14,9 +14,9 @@ from waystone.errors import TransitionNotAllowed
 
 if TYPE_CHECKING:
     from waystone._db.database import Conn
-    from waystone._runs.catalog import Catalog
-    from waystone._runs.crons import Cron
-    from waystone._runs.parts import Parts
+    from waystone._runtime.catalog import Catalog
+    from waystone._runtime.crons import Cron
+    from waystone._runtime.parts import Parts
 
 _THREADS = uuid.UUID("0b7f3c2e-6a41-4d2b-9f1e-5c8d7a6b4e3f")  # a stateless tick's thread ids
 ENDED = ("done", "failed")  # a thread whose run is in one of these takes the next
