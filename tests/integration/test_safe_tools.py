@@ -135,6 +135,11 @@ def results(rt: Runtime, name: str, thread_id: str) -> dict[str, str]:
     return {m.tool_call_id: str(m.content) for m in messages if isinstance(m, ToolMessage)}
 
 
+def drive(rt: Runtime, thread_id: str, driven: str) -> Any:
+    """``rt.run``, or ``rt.arun`` on an event loop of its own."""
+    return rt.run(thread_id) if driven == "sync" else asyncio.run(rt.arun(thread_id))
+
+
 def effects(history: dict[str, Any]) -> dict[str, tuple[str, int]]:
     return {e["tool"]: (e["status"], e["attempts"]) for e in history["effects"]}
 
@@ -343,6 +348,37 @@ def test_a_tool_node_in_a_subgraph_is_routed_too(rt: Runtime) -> None:
     _, history = answered(rt, "nested", outer)
     assert tools.calls["book"] == 1
     assert effects(history) == {"book": ("applied", 1), "ask": ("applied", 1)}
+
+
+def test_a_subgraph_a_node_function_calls_is_refused_unless_its_tools_are_safe(
+    rt: Runtime,
+) -> None:
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    tools = Tools()
+
+    def outer(inner: Any) -> StateGraph[Any]:
+        def node(state: MessagesState) -> dict[str, Any]:
+            return {"messages": inner.invoke(state)["messages"]}
+
+        builder = StateGraph(MessagesState)
+        builder.add_node("call_inner", node)
+        builder.add_edge(START, "call_inner")
+        builder.add_edge("call_inner", END)
+        return builder
+
+    unsafe = agent([tools.book, tools.ask], call("book", order_id="1001"))
+    rt.register_graph("hidden", outer(unsafe))
+    with pytest.raises(BadInput, match=r"node hidden/call_inner .*tools ask, book .*as a node"):
+        rt.start("hidden", SAID)  # refused when the graph is built: before any run
+    assert rt.list() == []
+    read_only = waystone.durable_tool(tools.look, read_only=True)
+    safe = agent([read_only], call("look", order_id="1001"))
+    rt.register_graph("hidden_safe", outer(safe))  # nothing in it needs the ledger
+    assert rt.start("hidden_safe", SAID).state == "queued"
+    with Runtime(Settings(database_url=rt.database_url), tools="as-is") as as_is:
+        as_is.register_graph("hidden", outer(unsafe))  # opted out: called as LangGraph does
+        assert as_is.start("hidden", SAID).state == "queued"
 
 
 @pytest.mark.parametrize("declared", [False, True])
@@ -662,3 +698,158 @@ def test_a_transport_error_is_retried_when_the_tool_node_handles_errors(
     assert done.state == "done", done
     assert calls["look"] == 2
     assert results(rt, "handled_flaky", done.thread_id) == {"call_look": "1001 is in stock"}
+
+
+@pytest.mark.parametrize("driven", ["sync", "async"])
+def test_a_retry_wrapper_of_the_users_gets_the_tools_own_error_again(
+    rt: Runtime, driven: str
+) -> None:
+    """A ``wrap_tool_call`` that calls again on the tool's own error class gets that class
+    back from the ledger (the call is not made again), so its ``except`` still works."""
+    tools = Tools()
+    caught: list[str] = []
+
+    def again(request: Any, execute: Any) -> Any:
+        try:
+            return execute(request)
+        except ValueError:
+            caught.append("first")
+        try:
+            return execute(request)
+        except ValueError as exc:
+            caught.append("second")
+            return ToolMessage(f"gave up: {exc}", tool_call_id=request.tool_call["id"])
+
+    async def aagain(request: Any, execute: Any) -> Any:
+        try:
+            return await execute(request)
+        except ValueError:
+            caught.append("first")
+        try:
+            return await execute(request)
+        except ValueError as exc:
+            caught.append("second")
+            return ToolMessage(f"gave up: {exc}", tool_call_id=request.tool_call["id"])
+
+    if driven == "sync":
+        node = ToolNode([tools.fails], wrap_tool_call=again)
+    else:
+        node = ToolNode([tools.fails], awrap_tool_call=aagain)
+    turn = AIMessage(content="", tool_calls=[call("fails", order_id="9")])
+    model = ConversationModel(responses=[turn, AIMessage("done")])
+    rt.register_graph("retried", create_react_agent(model, node))
+    if driven == "sync":
+        done = rt.invoke("retried", SAID)
+    else:
+        done = asyncio.run(rt.ainvoke("retried", SAID))
+    assert done.state == "done", done
+    assert caught == ["first", "second"]
+    assert tools.calls["fails"] == 1
+    said = results(rt, "retried", done.thread_id)["call_fails"]
+    assert said == "gave up: no such order 9"
+    assert effects(rt.history(done.thread_id)) == {"fails": ("failed", 1)}
+
+
+@pytest.mark.parametrize("driven", ["sync", "async"])
+def test_an_invalid_resume_value_is_an_interrupt_and_the_call_is_made_on_a_good_one(
+    rt: Runtime, driven: str
+) -> None:
+    """A resume value that does not match ``interrupt()``'s ``response_schema`` leaves the
+    interrupt to be answered again: the call is recorded interrupted, never failed."""
+    from pydantic import BaseModel
+
+    class Approval(BaseModel):
+        approved: bool
+
+    calls: Counter[str] = Counter()
+
+    @tool
+    def book_approved(order_id: str) -> str:
+        """Ask for approval, then book."""
+        answer = interrupt({"approve": order_id}, response_schema=Approval)
+        calls["book"] += 1
+        return f"booked {order_id}: {answer.approved}"
+
+    turn = AIMessage(content="", tool_calls=[call("book_approved", order_id="3")])
+    model = ConversationModel(responses=[turn, AIMessage("done")])
+    rt.register_graph("approves", create_react_agent(model, [book_approved]))
+    waiting = rt.invoke("approves", SAID)
+    assert waiting.state == "waiting", waiting
+    rt.resume(waiting.thread_id, {"approved": "maybe"})
+    refused = drive(rt, waiting.thread_id, driven)
+    assert refused.state == "waiting", refused  # asked again: nothing of the value was saved
+    assert calls["book"] == 0
+    history = rt.history(refused.thread_id)
+    assert effects(history) == {"book_approved": ("interrupted", 0)}
+    [said] = [e for e in history["events"] if e["kind"] == "resume-refused"]
+    assert "Approval" in said["reason"]
+    rt.resume(refused.thread_id, {"approved": True})
+    done = drive(rt, refused.thread_id, driven)
+    assert done.state == "done", done
+    assert calls["book"] == 1
+    history = rt.history(done.thread_id)
+    assert effects(history) == {"book_approved": ("applied", 1)}
+    assert results(rt, "approves", done.thread_id)["call_book_approved"] == "booked 3: True"
+
+
+def test_the_history_shows_a_long_output_once_in_the_ledger_not_again_in_its_event(
+    rt: Runtime,
+) -> None:
+    page = "lorem ipsum " * 2000
+
+    @tool
+    def fetch(order_id: str) -> str:
+        """Fetch a long page."""
+        return page
+
+    turn = AIMessage(content="", tool_calls=[call("fetch", order_id="4")])
+    model = ConversationModel(responses=[turn, AIMessage("done")])
+    rt.register_graph("long", create_react_agent(model, [fetch]))
+    done = rt.invoke("long", SAID)
+    assert done.state == "done", done
+    assert results(rt, "long", done.thread_id)["call_fetch"] == page  # the model sees it all
+    history = rt.history(done.thread_id)
+    [row] = history["effects"]
+    assert row["receipt"]["message"]["content"] == page  # the ledger keeps it
+    [applied] = [e for e in history["events"] if e["kind"] == "effect-applied"]
+    assert applied["evidence"]["key"] == row["key"]
+    assert page not in str(applied["evidence"])
+    assert applied["evidence"]["receipt"]["summary"]["keys"] == ["message"]
+
+
+def test_an_invalid_resume_value_inside_an_effect_is_an_interrupt_too(rt: Runtime) -> None:
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+    from pydantic import BaseModel
+
+    class Approval(BaseModel):
+        approved: bool
+
+    made: Counter[str] = Counter()
+
+    @waystone.effect
+    def pay(order_id: str) -> dict[str, Any]:
+        answer = interrupt({"pay": order_id}, response_schema=Approval)
+        made["pay"] += 1
+        return {"paid": answer.approved}
+
+    class State(TypedDict, total=False):
+        order_id: str
+        receipt: dict[str, Any]
+
+    builder = StateGraph(State)
+    builder.add_node("pay", lambda state: {"receipt": pay(order_id=state["order_id"])})
+    builder.add_edge(START, "pay")
+    builder.add_edge("pay", END)
+    rt.register_graph("pays_approved", builder)
+    waiting = rt.invoke("pays_approved", {"order_id": "1"})
+    rt.resume(waiting.thread_id, {"approved": "perhaps"})
+    refused = rt.run(waiting.thread_id)
+    assert refused.state == "waiting", refused
+    assert effects(rt.history(refused.thread_id)) == {"pay": ("interrupted", 0)}
+    rt.resume(refused.thread_id, {"approved": True})
+    done = rt.run(refused.thread_id)
+    assert done.state == "done", done
+    assert made["pay"] == 1
+    assert effects(rt.history(done.thread_id)) == {"pay": ("applied", 1)}

@@ -31,6 +31,7 @@ BASE = (
     "waystone._identifiers",
     "waystone._imports",
     "waystone._json_input",
+    "waystone._retry",
 )
 DB = ("waystone._db", "waystone.sql")
 CORE = (

@@ -27,7 +27,6 @@ from waystone._runtime.stopped_calls import (
     left_by_stop,
     messages_keys,
     placed,
-    receipt_id,
     reducer_of,
     tool_node,
     unanswered,
@@ -175,13 +174,6 @@ def test_the_answer_says_what_the_ledger_knows() -> None:
     assert "refused" in answer_text(CALL, "failed", effect("failed"))
     waiting = answer_text(CALL, "was superseded by a new run", effect("interrupted"))
     assert "interrupt()" in waiting and "made no effect" not in waiting
-
-
-def test_a_receipt_id_is_its_own_or_its_outputs() -> None:
-    assert receipt_id({"id": 3}) == "3"
-    assert receipt_id({"output": {"id": "bk-1"}}) == "bk-1"
-    assert receipt_id({"output": "booked"}) is None
-    assert receipt_id(None) is None
 
 
 def test_an_answer_goes_right_after_its_call_and_the_results_that_follow_it() -> None:

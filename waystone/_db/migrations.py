@@ -25,11 +25,13 @@ from typing import Any
 
 from waystone import sql
 from waystone._db.database import Conn, Database
+from waystone._retry import RetryPolicy
 from waystone.errors import DatabaseUnavailable, SchemaBehind
 
 logger = logging.getLogger(__name__)
 
 ADVISORY_LOCK_ID = 0x5741_5953  # "WAYS"
+LOCK_WAIT = RetryPolicy(base_delay_s=0.01, max_delay_s=0.5, jitter=False)  # until a deadline
 BASELINE_VERSION = 1
 _MIGRATION = re.compile(r"^(\d{4})_[\w-]+\.sql$")
 SAVER_PACKAGE = "langgraph-checkpoint-postgres"
@@ -189,8 +191,7 @@ def _acquire(conn: Conn, timeout_s: float = 120.0) -> None:
     A blocking ``pg_advisory_lock`` would hold a snapshot while it waits, and LangGraph's
     ``CREATE INDEX CONCURRENTLY`` in the holder waits for every such snapshot: a deadlock.
     """
-    deadline = time.monotonic() + timeout_s
-    delay = 0.01
+    deadline, attempt = time.monotonic() + timeout_s, 0
     while True:
         row = conn.execute(sql.query("try_migration_lock"), {"lock": ADVISORY_LOCK_ID}).fetchone()
         if row and row["ok"]:
@@ -200,8 +201,8 @@ def _acquire(conn: Conn, timeout_s: float = 120.0) -> None:
                 f"another process has held the migration lock for {timeout_s:g}s; "
                 f"is a migration stuck? (see pg_locks, objid {ADVISORY_LOCK_ID})"
             )
-        time.sleep(delay)
-        delay = min(delay * 2, 0.5)
+        attempt += 1
+        time.sleep(LOCK_WAIT.delay(attempt, 0.0))
 
 
 def _migrate_locked(db: Database) -> int:

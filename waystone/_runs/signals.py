@@ -98,6 +98,10 @@ class SignalBox:
     def consume(self, signal_id: int, conn: Conn | None = None) -> None:
         self.db.execute("consume_signal", conn=conn, id=signal_id)
 
+    def refuse(self, signal_id: int, conn: Conn | None = None) -> None:
+        """Spend a value its interrupt refused, so that another can be given for it."""
+        self.db.execute("refuse_signal", conn=conn, id=signal_id)
+
     def reopen_settled(self, thread_id: str, conn: Conn | None = None) -> int:
         """The signals the stop of the thread's run settled, pending again: for the run
         requeued after that stop; how many."""

@@ -449,6 +449,37 @@ def settle(
         return _to_waiting(registry, run, snapshot, waiting_on, conn)
 
 
+def refuse_resume(
+    graph: CompiledStateGraph[Any],
+    run: Run,
+    registry: RunRegistry,
+    signals: SignalBox,
+    error: BaseException,
+) -> Run | None:
+    """A resume value an ``interrupt()`` refused (it does not match its
+    ``response_schema``): LangGraph saved nothing of it, so the run waits on the same
+    interrupts again and the values given for them are refused, to be given again. ``None``
+    when the graph waits on nothing (the run fails as for any error)."""
+    snapshot = graph.get_state(graph_config(run.thread_id))
+    waiting_on = waiting_interrupt(snapshot)
+    if waiting_on is None:
+        return None
+    ids = {item.id for item in _waits(snapshot)}
+    refused = [sig for sig in signals.pending(run.thread_id) if sig.reserved_for in ids]
+    with registry.db.transaction(fence=run.lease_token) as conn:
+        for sig in refused:
+            signals.refuse(sig.id, conn=conn)
+        registry.event(
+            run.thread_id,
+            "resume-refused",
+            f"interrupt() refused the value given: {type(error).__name__}: {error}; "
+            "give it again with a value that matches its response_schema",
+            {"signals": [sig.id for sig in refused]},
+            conn=conn,
+        )
+        return _to_waiting(registry, run, snapshot, waiting_on, conn)
+
+
 @contextmanager
 def _spending(
     registry: RunRegistry, run: Run, spent: list[Signal], signals: SignalBox

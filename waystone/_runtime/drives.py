@@ -21,6 +21,7 @@ from waystone.errors import (
     LeaseLost,
     NeedsHuman,
     TransitionNotAllowed,
+    chain,
 )
 
 if TYPE_CHECKING:
@@ -90,7 +91,7 @@ class Drives:
                     on_new_run=self._on_new_run(claimed),
                 )
             except Exception as exc:
-                self._stopped(claimed, exc)
+                self._stopped(claimed, exc, entry.graph)
             finally:  # a hand-over nothing took under this lease never will
                 self._parts.ledger.untaken(claimed.thread_id, claimed.lease_token)
         return None
@@ -117,7 +118,7 @@ class Drives:
                     on_new_run=self._on_new_run(claimed),
                 )
             except Exception as exc:
-                await asyncio.to_thread(self._stopped, claimed, exc)
+                await asyncio.to_thread(self._stopped, claimed, exc, entry.graph)
             finally:
                 self._parts.ledger.untaken(claimed.thread_id, claimed.lease_token)
         return None
@@ -168,11 +169,14 @@ class Drives:
             on_stuck=on_stuck,
         )
 
-    def _stopped(self, claimed: Run, exc: Exception) -> None:
+    def _stopped(
+        self, claimed: Run, exc: Exception, graph: CompiledStateGraph[Any] | None = None
+    ) -> None:
         """What a drive that raised ``exc`` leaves: a drained run's lease released, a run
-        that failed or needs a person moved there; raises :class:`LeaseLost` and
+        whose resume value ``interrupt()`` refused waiting again, a run that failed or
+        needs a person moved there; raises :class:`LeaseLost` and
         :class:`DatabaseUnavailable`, after which this process writes nothing more."""
-        from langgraph.errors import GraphDrained
+        from langgraph.errors import GraphDrained, is_invalid_resume
 
         registry, ledger = self._parts.registry, self._parts.ledger
         log = {"thread_id": claimed.thread_id, "lease_token": claimed.lease_token}
@@ -204,6 +208,11 @@ class Drives:
                 lease_token=claimed.lease_token,
             )
             return
+        if graph is not None and any(map(is_invalid_resume, chain(exc))):
+            signals = self._parts.signals
+            if driver.refuse_resume(graph, claimed, registry, signals, exc) is not None:
+                logger.warning("resume value refused: %s", exc, extra=log)
+                return
         logger.error("run failed", exc_info=exc, extra=log)
         with registry.db.transaction(fence=claimed.lease_token) as conn:
             registry.transition(

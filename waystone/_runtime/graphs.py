@@ -146,7 +146,7 @@ def compile_graph(
     if check_tools(tools) == "ledger":
         from waystone.effects._tool_node import route_tool_nodes
 
-        built = route_tool_nodes(built)
+        built = route_tool_nodes(built, name)
     return built
 
 

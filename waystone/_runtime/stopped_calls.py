@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from waystone._runs.run_config import graph_config
 from waystone._runtime.driver import RUN_KEY, flush
 from waystone._runtime.multitask import stopped_as, stopped_in_words
+from waystone.effects._receipts import receipt_id
 from waystone.errors import PermanentError
 
 if TYPE_CHECKING:
@@ -150,15 +151,6 @@ def _own(call: Unanswered, effects: Sequence[Effect]) -> Effect | None:
     mine = [e for e in effects if e.tool_call_id == call.id]
     named = [e for e in mine if e.tool == call.name] or mine
     return max(named, key=lambda e: e.created_at) if named else None
-
-
-def receipt_id(receipt: dict[str, Any] | None) -> str | None:
-    """The provider's id in a receipt: its ``id``, or the ``id`` of what a durable tool
-    returned (kept as ``output``)."""
-    for found in (receipt, (receipt or {}).get("output")):
-        if isinstance(found, dict) and found.get("id") is not None:
-            return str(found["id"])
-    return None
 
 
 def answer_text(call: Unanswered, how: str, effect: Effect | None) -> str:

@@ -6,15 +6,13 @@ message for the model before anything around its ``execute`` sees it."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import random
-import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from langgraph.errors import GraphBubbleUp
 
+from waystone._retry import aretry, retry
 from waystone.effects._proxy import tool_through
 from waystone.effects._transport import classify_transport
 from waystone.effects.tools import RetryPolicy
@@ -28,50 +26,31 @@ logger = logging.getLogger(__name__)
 READ_AGAIN = RetryPolicy()  # a read-only tool's transient failures
 
 
-def _retry_after(error: Exception, attempt: int, request: ToolCallRequest) -> float | None:
-    """Seconds to wait before calling a read-only tool again, ``None`` to raise ``error``."""
-    kind = classify_transport(error)
-    if kind not in (TransientError, UnknownOutcome) or attempt >= READ_AGAIN.max_attempts:
-        return None
-    logger.info(
-        "read-only %s failed (%s), calling it again",
-        request.tool_call["name"],
-        error,
-        extra={"attempt": attempt},
-    )
-    return READ_AGAIN.delay(attempt, random.random())
+def _transport(error: Exception) -> bool:
+    """Whether a read-only tool is called again after ``error``: a transport error."""
+    if isinstance(error, GraphBubbleUp):
+        return False
+    return classify_transport(error) in (TransientError, UnknownOutcome)
+
+
+def _logged(request: ToolCallRequest) -> Callable[[Exception, int, float | None], None]:
+    def log(error: Exception, attempt: int, wait: float | None) -> None:
+        if wait is not None:
+            name = request.tool_call["name"]
+            msg = "read-only %s failed (%s), calling it again"
+            logger.info(msg, name, error, extra={"attempt": attempt})
+
+    return log
 
 
 def again(call: Callable[[], Any], request: ToolCallRequest) -> Any:
     """``call()``, made again after a transport error (at most ``READ_AGAIN``'s attempts)."""
-    attempt = 1
-    while True:
-        try:
-            return call()
-        except GraphBubbleUp:
-            raise
-        except Exception as exc:
-            wait = _retry_after(exc, attempt, request)
-            if wait is None:
-                raise
-        time.sleep(wait)
-        attempt += 1
+    return retry(call, READ_AGAIN, retry_on=_transport, on_failure=_logged(request))
 
 
 async def aagain(call: Callable[[], Awaitable[Any]], request: ToolCallRequest) -> Any:
     """:func:`again` from a coroutine."""
-    attempt = 1
-    while True:
-        try:
-            return await call()
-        except GraphBubbleUp:
-            raise
-        except Exception as exc:
-            wait = _retry_after(exc, attempt, request)
-            if wait is None:
-                raise
-        await asyncio.sleep(wait)
-        attempt += 1
+    return await aretry(call, READ_AGAIN, retry_on=_transport, on_failure=_logged(request))
 
 
 def retrying(request: ToolCallRequest) -> ToolCallRequest:

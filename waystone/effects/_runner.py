@@ -19,9 +19,11 @@ from langgraph.errors import GraphBubbleUp, ParentCommand
 
 from waystone._crash import crash_point
 from waystone._hints import requeue_command, settle_commands
+from waystone._retry import retry
 from waystone.effects import deadline
-from waystone.effects._interrupts import again_on_resume, resumed_in_task
+from waystone.effects._interrupts import again_on_resume, pauses, resumed_in_task
 from waystone.effects._ledger import Effect, Ledger, Note
+from waystone.effects._receipts import shown
 from waystone.effects._reconcile import Step, after_lookup, next_step
 from waystone.effects._stop import Stop
 from waystone.effects._transport import classify_transport
@@ -190,7 +192,7 @@ class EffectRunner:
                     thread_id,
                     "reconciled",
                     "lookup found the effect: recorded as applied",
-                    {"key": key, "receipt": found},
+                    {"key": key, "receipt": shown(found)},
                 ),
             )
             return after_lookup(True), row
@@ -201,10 +203,19 @@ class EffectRunner:
         )
         return after_lookup(False), row
 
-    def _interrupted(self, thread_id: str, key: str, tool: Tool, exc: GraphBubbleUp) -> None:
+    def _paused(self, thread_id: str, key: str, tool: Tool, exc: Exception, sent: int) -> None:
         """The call raised ``interrupt()`` (or another of LangGraph's control-flow
-        exceptions), which goes on up to LangGraph: the intent is kept as interrupted, so
-        the call made again when the node runs again is made, not sent to a person."""
+        exceptions, or ``interrupt()`` refused its resume value), which goes on up to
+        LangGraph: recorded interrupted when it may simply be made again, else left open."""
+        resumed = resumed_in_task(invalid_resume=not isinstance(exc, GraphBubbleUp))
+        if again_on_resume(sent, resumed):
+            self._interrupted(thread_id, key, tool, exc)
+        else:
+            self._left_open(thread_id, key, tool, sent)
+
+    def _interrupted(self, thread_id: str, key: str, tool: Tool, exc: Exception) -> None:
+        """The intent is kept as interrupted, so the call made again when the node runs
+        again is made, not sent to a person."""
         what = type(exc).__name__
         self.ledger.interrupted(
             key,
@@ -245,15 +256,27 @@ class EffectRunner:
             self.ledger.late_receipt(thread_id, key, found)
 
     def _lookup_once(self, key: str, args: dict[str, Any], tool: Tool) -> object:
-        assert tool.lookup is not None
-        for attempt in range(1, tool.retry.max_attempts + 1):
+        lookup = tool.lookup
+        assert lookup is not None
+
+        def ask() -> Receipt | None:
             self.progressed()
-            try:
-                return tool.lookup(self.reveal(args), key, tool.timeout_s)
-            except (TransientError, UnknownOutcome) as exc:
-                self.event("lookup-retry", str(exc), {"key": key, "attempt": attempt})
-                self.sleep(tool.retry.delay(attempt, self.rand()))
-        return _UNREACHABLE
+            return lookup(self.reveal(args), key, tool.timeout_s)
+
+        def noted(exc: Exception, attempt: int, wait: float | None) -> None:
+            self.event("lookup-retry", str(exc), {"key": key, "attempt": attempt})
+
+        try:
+            return retry(
+                ask,
+                tool.retry,
+                retry_on=(TransientError, UnknownOutcome),
+                on_failure=noted,
+                sleep=self.sleep,
+                rand=self.rand,
+            )
+        except (TransientError, UnknownOutcome):
+            return _UNREACHABLE
 
     def _call(
         self, tool: Tool, args: dict[str, Any], key: str, row: Effect, sent: list[int]
@@ -274,6 +297,8 @@ class EffectRunner:
             except (WaystoneError, GraphBubbleUp):  # interrupt() and the like: no error
                 raise
             except Exception as exc:
+                if pauses(exc):  # interrupt() refused its resume value: asked again
+                    raise
                 kind = classify_transport(exc) or UnknownOutcome
                 raise kind(f"{tool.name}: {type(exc).__name__}: {exc}") from exc
             finally:
@@ -331,10 +356,7 @@ class EffectRunner:
         except GraphBubbleUp as exc:
             if isinstance(exc, Stop):  # a needs-human inside: left open, as by a crash
                 raise
-            if again_on_resume(sent[0] if sent else 0, resumed_in_task()):
-                self._interrupted(thread_id, key, tool, exc)
-            else:
-                self._left_open(thread_id, key, tool, sent[0] if sent else 0)
+            self._paused(thread_id, key, tool, exc, sent[0] if sent else 0)
             raise
         except TransientError as exc:
             row = self.ledger.update(
@@ -387,6 +409,11 @@ class EffectRunner:
                 self._look_after_losing(thread_id, key, args, tool)
                 raise
             return self._step("unknown", tool), row, None
+        except Exception as exc:  # only what _call lets through: a resume value refused
+            if not pauses(exc):
+                raise
+            self._paused(thread_id, key, tool, exc, sent[0] if sent else 0)
+            raise
         crash_point("execute:after-apply", tool.name)
         # A receipt that a crash may lose is reconciled without a person (looked up, or
         # applied again under the key the provider dedupes on): it commits with execute's
@@ -403,7 +430,7 @@ class EffectRunner:
                     thread_id,
                     "effect-applied",
                     f"{tool.name} applied",
-                    {"key": key, "receipt": receipt, "attempt": attempt},
+                    {"key": key, "receipt": shown(receipt), "attempt": attempt},
                 ),
                 current=row if reconcilable else None,
             )

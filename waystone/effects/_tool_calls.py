@@ -14,7 +14,9 @@ node runs again.
 from __future__ import annotations
 
 import base64
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import ToolMessage
@@ -23,6 +25,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.errors import GraphBubbleUp
 from langgraph.types import Command
 
+from waystone.effects._interrupts import pauses
 from waystone.effects._keys import canonical_json
 from waystone.effects._kinds import ToolKind
 from waystone.effects._proxy import tool_through
@@ -38,6 +41,20 @@ if TYPE_CHECKING:
 Execute = Callable[["ToolCallRequest"], Any]
 AExecute = Callable[["ToolCallRequest"], Awaitable[Any]]
 TIMEOUT_S = 30.0  # the deadline an undeclared tool's call carries (only Waystone's http sends it)
+# what tools raised under a routed node's run, by tool call id: a wrapper of the user's
+# that calls again gets the tool's own error back, not the ledger's
+_RAISED: ContextVar[dict[str, Exception] | None] = ContextVar("waystone_tool_raised", default=None)
+
+
+@contextmanager
+def errors_kept() -> Iterator[None]:
+    """Inside: an error a tool raised is given again to a second call of its tool call
+    (the tool calls the node starts share the record)."""
+    token = _RAISED.set({})
+    try:
+        yield
+    finally:
+        _RAISED.reset(token)
 
 
 class LedgeredCall:
@@ -60,6 +77,9 @@ class LedgeredCall:
         if kind in (TransientError, UnknownOutcome):
             return kind(f"{self.name}: {type(exc).__name__}: {exc}")
         self.raised.append(exc)
+        kept, call_id = _RAISED.get(), self._call_id()
+        if kept is not None and call_id is not None:
+            kept[call_id] = exc
         return PermanentError(f"{self.name} raised {type(exc).__name__}: {exc}")
 
     def _spec(self, apply: Callable[[dict[str, Any]], Any], site: CallSite) -> EffectSpec:
@@ -80,9 +100,9 @@ class LedgeredCall:
                 out = execute(self._escaping())
             except Escaped as escaped:
                 raise self._failed(escaped.error) from escaped.error
-            except GraphBubbleUp:
-                raise
             except Exception as exc:
+                if pauses(exc):  # interrupt(): the ledger's runner records it
+                    raise
                 raise self._failed(exc) from exc
             self.made.append(out)
             return out
@@ -102,9 +122,9 @@ class LedgeredCall:
                 out = await execute(self._escaping())
             except Escaped as escaped:
                 raise self._failed(escaped.error) from escaped.error
-            except GraphBubbleUp:
-                raise
             except Exception as exc:
+                if pauses(exc):  # interrupt(): the ledger's runner records it
+                    raise
                 raise self._failed(exc) from exc
             self.made.append(out)
             return out
@@ -141,8 +161,12 @@ class LedgeredCall:
 
     def _raised(self, failed: PermanentError) -> Exception:
         """The error ``ToolNode`` gets for a call the ledger says failed: the tool's own,
-        as it raised it here; else (a node run again) the ledger's."""
-        return self.raised[0] if self.raised else failed
+        as it raised it here or in an earlier call of this node's run; else (a node run
+        again) the ledger's."""
+        if self.raised:
+            return self.raised[0]
+        kept, call_id = _RAISED.get() or {}, self._call_id()
+        return kept.get(call_id, failed) if call_id is not None else failed
 
     def _answer(self, receipt: Receipt) -> Any:
         """What the tool returned when called here; else (a node run again) its message,

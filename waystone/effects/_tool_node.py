@@ -6,7 +6,10 @@ by the user: what makes a brought graph safe by default.
 routes a call by its tool's kind (:mod:`waystone.effects._kinds`): through the ledger
 (:mod:`waystone.effects._tool_calls`: at most once for a tool that declares nothing),
 called again (:mod:`waystone.effects._read_only`), or as it is (a durable tool, which has
-its own ledger entry; a tool whose effects are ``@effect`` s inside it).
+its own ledger entry; a tool whose effects are ``@effect`` s inside it). A subgraph a node
+function calls (LangGraph finds it among the function's references) cannot be swapped for
+a copy without changing the user's function: one with a tool that needs the ledger is
+refused at registration, saying what to do.
 
 A ``needs-human`` (or a lost lease) is raised through ``ToolNode`` as a control-flow
 exception, which it never turns into a message for the model, and out of the node as
@@ -24,8 +27,9 @@ from typing import TYPE_CHECKING, Any
 from waystone.effects._kinds import ToolKind, tool_kind
 from waystone.effects._read_only import retrying
 from waystone.effects._stop import Stop, routed, stops_kept
-from waystone.effects._tool_calls import AExecute, Execute, LedgeredCall
+from waystone.effects._tool_calls import AExecute, Execute, LedgeredCall, errors_kept
 from waystone.effects.lc_tools import DurableTool
+from waystone.errors import BadInput
 
 if TYPE_CHECKING:
     from langgraph.prebuilt import ToolNode
@@ -33,24 +37,65 @@ if TYPE_CHECKING:
     from langgraph.pregel import Pregel
 
 
-def route_tool_nodes(graph: Pregel[Any, Any, Any, Any]) -> Pregel[Any, Any, Any, Any]:
+def route_tool_nodes(
+    graph: Pregel[Any, Any, Any, Any], name: str = "graph"
+) -> Pregel[Any, Any, Any, Any]:
     """``graph``, or a copy whose ``ToolNode`` s (its own and its subgraphs') route each tool
-    call by its kind. The user's graph, nodes and tools are left as they are."""
+    call by its kind. The user's graph, nodes and tools are left as they are.
+    :class:`BadInput` when a node function calls a subgraph with a tool that needs the
+    ledger: that call would be made again after a crash."""
     from langgraph.prebuilt import ToolNode
     from langgraph.pregel import Pregel
 
     changed = {}
-    for name, node in graph.nodes.items():
+    for node_name, node in graph.nodes.items():
         bound = node.bound
         if isinstance(bound, ToolNode):
-            changed[name] = node.copy({"bound": _routed(bound)})
+            changed[node_name] = node.copy({"bound": _routed(bound)})
         elif isinstance(bound, Pregel):
-            inner = route_tool_nodes(bound)
+            inner = route_tool_nodes(bound, f"{name}/{node_name}")
             if inner is not bound:  # LangGraph finds a node's subgraph by `subgraphs`
-                changed[name] = node.copy({"bound": inner, "subgraphs": [inner]})
+                changed[node_name] = node.copy({"bound": inner, "subgraphs": [inner]})
+        elif node.subgraphs:
+            _refuse_hidden(f"{name}/{node_name}", node.subgraphs[0])
     if not changed:
         return graph
     return graph.copy(update={"nodes": {**graph.nodes, **changed}})
+
+
+def _refuse_hidden(where: str, subgraph: Any) -> None:
+    """:class:`BadInput` when ``subgraph`` (called from the node function at ``where``) has
+    a ``ToolNode`` with a tool that needs the ledger."""
+    found = sorted(set(_unsafe_tools(subgraph)))
+    if found:
+        raise BadInput(
+            f"node {where} calls a compiled subgraph whose tools {', '.join(found)} Waystone "
+            "cannot route through the effect ledger (it is called from inside your "
+            "function), so a crash could call them again: add the subgraph as a node "
+            "(builder.add_node(name, subgraph)), wrap each tool with "
+            "waystone.durable_tool(..., idempotent_by_key=/lookup=/read_only=), or opt out "
+            'with tools="as-is"'
+        )
+
+
+def _unsafe_tools(graph: Any) -> list[str]:
+    """Names of the tools in ``graph``'s ``ToolNode`` s (at any depth) that only the
+    ledger makes safe: those that declare nothing, or only an MCP ``idempotentHint``."""
+    from langgraph.prebuilt import ToolNode
+    from langgraph.pregel import Pregel
+
+    if not isinstance(graph, Pregel):
+        return []
+    found: list[str] = []
+    for node in graph.nodes.values():
+        if isinstance(node.bound, ToolNode):
+            for tool in node.bound.tools_by_name.values():
+                kind = tool_kind(tool.metadata, durable=isinstance(tool, DurableTool))
+                if kind in (ToolKind.AT_MOST_ONCE, ToolKind.IDEMPOTENT):
+                    found.append(tool.name)
+        for subgraph in node.subgraphs:
+            found.extend(_unsafe_tools(subgraph))
+    return found
 
 
 def _routed(node: ToolNode) -> ToolNode:
@@ -83,7 +128,7 @@ def _unstopping(func: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(func)
     def run(*args: Any, **kwargs: Any) -> Any:
-        with stops_kept() as kept:
+        with stops_kept() as kept, errors_kept():
             try:
                 out = func(*args, **kwargs)
             except Stop as stop:
@@ -98,7 +143,7 @@ def _unstopping(func: Callable[..., Any]) -> Callable[..., Any]:
 def _aunstopping(func: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
     @functools.wraps(func)
     async def run(*args: Any, **kwargs: Any) -> Any:
-        with stops_kept() as kept:
+        with stops_kept() as kept, errors_kept():
             try:
                 out = await func(*args, **kwargs)
             except Stop as stop:

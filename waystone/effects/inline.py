@@ -20,9 +20,7 @@ import concurrent.futures
 import contextvars
 import functools
 import inspect
-import random
 import threading
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -30,6 +28,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from waystone._crash import crash_point
+from waystone._retry import retry
 from waystone.effects._keys import canonical_json, effect_key
 from waystone.effects._ledger import Note
 from waystone.effects._stop import STOPS, stop_if_routed
@@ -250,21 +249,23 @@ def _confirm(site: CallSite, tool: Tool, key: str, args: dict[str, Any], receipt
     """Read the applied effect back and record the confirmation; :class:`NeedsHuman` when
     the provider cannot be asked or does not show it."""
     ledger, reveal = site.context.ledger, site.context.reveal
-    seen: Receipt | None = None
-    for attempt in range(1, tool.retry.max_attempts + 1):
-        try:
-            seen = tool.confirm(reveal(args), key, reveal(receipt), tool.timeout_s)
-            break
-        except (TransientError, UnknownOutcome, PermanentError) as exc:
-            if isinstance(exc, PermanentError) or attempt == tool.retry.max_attempts:
-                reason = f"could not read back {tool.name} ({key}): {exc}"
-                site.context.event(
-                    site.thread_id, site.fence, "confirm-failed", reason, {"key": key}
-                )
-                raise NeedsHuman(reason) from exc
+
+    def noted(exc: Exception, attempt: int, wait: float | None) -> None:
+        if wait is not None:
             evidence = {"key": key, "attempt": attempt}
             site.context.event(site.thread_id, site.fence, "confirm-retry", str(exc), evidence)
-            time.sleep(tool.retry.delay(attempt, random.random()))
+
+    try:
+        seen = retry(
+            lambda: tool.confirm(reveal(args), key, reveal(receipt), tool.timeout_s),
+            tool.retry,
+            retry_on=(TransientError, UnknownOutcome),
+            on_failure=noted,
+        )
+    except (TransientError, UnknownOutcome, PermanentError) as exc:
+        reason = f"could not read back {tool.name} ({key}): {exc}"
+        site.context.event(site.thread_id, site.fence, "confirm-failed", reason, {"key": key})
+        raise NeedsHuman(reason) from exc
     crash_point("confirm:after-lookup", tool.name)
     if seen is None:
         reason = f"{tool.name} was applied but the provider does not show it (key {key})"

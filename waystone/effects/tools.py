@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from waystone._retry import RetryPolicy
 from waystone._runs.waits import SignalWait
 from waystone.errors import BadInput, PermanentError
 
@@ -22,24 +23,7 @@ ApplyFn = Callable[[dict[str, Any], str, float], Receipt]
 LookupFn = Callable[[dict[str, Any], str, float], Receipt | None]
 ConfirmFn = Callable[[dict[str, Any], str, Receipt, float], Receipt | None]
 
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Bounded exponential backoff with full jitter for transient failures."""
-
-    max_attempts: int = 4
-    base_delay_s: float = 0.2
-    max_delay_s: float = 5.0
-
-    def delay(self, attempt: int, rand: float) -> float:
-        """Delay before attempt ``attempt + 1`` (``attempt`` >= 1), ``rand`` in [0, 1)."""
-        ceiling = min(self.max_delay_s, self.base_delay_s * (2 ** (attempt - 1)))
-        return float(ceiling * (0.5 + rand / 2))
-
-    @property
-    def longest_delay_s(self) -> float:
-        """The longest delay before any retry (after the last attempt, at most)."""
-        return self.delay(self.max_attempts, 1.0)
+__all__ = ["ApplyFn", "ConfirmFn", "LookupFn", "Receipt", "RetryPolicy", "Tool"]
 
 
 @dataclass(frozen=True)

@@ -650,6 +650,13 @@ UPDATE waystone.signals SET consumed_at = clock_timestamp()
 WHERE id = %(id)s AND consumed_at IS NULL
 RETURNING id;
 
+-- name: refuse_signal
+-- A value interrupt() refused: spent, and its interrupt's key freed for the value given next.
+UPDATE waystone.signals
+SET consumed_at = clock_timestamp(), dedupe_key = dedupe_key || '#refused-' || id
+WHERE id = %(id)s AND consumed_at IS NULL
+RETURNING id;
+
 -- name: reopen_settled_signals
 -- A stopped run requeued: the signals its stop settled (the last signals-settled event
 -- since its last transition) are pending again, for the run to use as it goes on.

@@ -86,7 +86,7 @@ class AsyncWorker(Worker):
             await asyncio.wait(set(self._drives))
 
     async def _claiming(self) -> None:
-        backoff, rechecks = 0.5, 0
+        outages, rechecks = 0, 0
         while not self._stopping.is_set():
             await self._free.acquire()
             if self._stopping.is_set():
@@ -101,10 +101,10 @@ class AsyncWorker(Worker):
             except (DatabaseUnavailable, psycopg.OperationalError) as exc:
                 self._claims_out -= 1
                 self._free.release()
-                await self._aoutage(exc, backoff)
-                backoff = min(backoff * 2, 5.0)
+                outages += 1
+                await self._aoutage(exc, outages)
                 continue
-            backoff = 0.5
+            outages = 0
             if run is not None:
                 self._start(run)
             self._claims_out -= 1
@@ -169,7 +169,7 @@ class AsyncWorker(Worker):
             self.stats.lease_lost += 1
             logger.warning("lease lost, stopped driving: %s", exc, extra=log)
         except (DatabaseUnavailable, psycopg.OperationalError) as exc:
-            await self._aoutage(exc, 0.5)
+            await self._aoutage(exc, 1)  # the first failure in a row
             await asyncio.to_thread(self._give_back, run)
         except WaystoneError as exc:
             self.stats.errors += 1
@@ -194,5 +194,5 @@ class AsyncWorker(Worker):
             self.stats.stuck += 1
         loop.call_soon_threadsafe(task.cancel)
 
-    async def _aoutage(self, exc: BaseException, backoff: float) -> None:
-        await asyncio.to_thread(self._outage, exc, backoff)
+    async def _aoutage(self, exc: BaseException, outages: int) -> None:
+        await asyncio.to_thread(self._outage, exc, outages)

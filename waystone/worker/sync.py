@@ -21,13 +21,13 @@ the stuck thread, should it ever return, ends without claiming again.
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import logging
 import os
 import random
 import signal
 import threading
-import time
 from dataclasses import dataclass, field
 from types import FrameType
 
@@ -35,6 +35,7 @@ import psycopg
 from langgraph.runtime import RunControl
 
 from waystone import logs, sql
+from waystone._retry import RetryPolicy, retry
 from waystone._runs.lease_wait import LeaseWait, LeaseWatch
 from waystone._runs.registry import Run, process_owner
 from waystone.errors import DatabaseUnavailable, LeaseLost, WaystoneError
@@ -47,6 +48,10 @@ logger = logging.getLogger(__name__)
 
 CHANNEL = "waystone_runnable"
 HELD_SHOWN = 20  # leases an idle worker looks at: dead owners' first, then the soonest to expire
+# a claim in a database outage: retried for as long as the worker runs (attempts unbounded)
+OUTAGE = RetryPolicy(base_delay_s=0.5, max_delay_s=5.0)
+RECONNECT = RetryPolicy(base_delay_s=0.5, max_delay_s=5.0, jitter=False)  # the listener's
+GIVE_BACK = RetryPolicy(max_attempts=20, base_delay_s=0.25, max_delay_s=5.0, jitter=False)
 
 
 @dataclass
@@ -162,16 +167,16 @@ class Worker:
             return threading.current_thread() in self._slots
 
     def _slot(self) -> None:
-        backoff, rechecks = 0.5, 0
+        outages, rechecks = 0, 0
         while not self._stopping.is_set() and self._claims():
             self._wake.clear()
             try:
                 run = self.rt.claim(agents=self._serving(), owner=self.owner)
             except (DatabaseUnavailable, psycopg.OperationalError) as exc:
-                self._outage(exc, backoff)
-                backoff = min(backoff * 2, 5.0)
+                outages += 1
+                self._outage(exc, outages)
                 continue
-            backoff = 0.5
+            outages = 0
             if run is None:
                 if rechecks > 0:
                     # woken by a NOTIFY, or just done with a run: a runnable row may be held
@@ -265,7 +270,7 @@ class Worker:
             self.stats.lease_lost += 1
             logger.warning("lease lost, stopped driving: %s", exc, extra=log)
         except (DatabaseUnavailable, psycopg.OperationalError) as exc:
-            self._outage(exc, 0.5)
+            self._outage(exc, 1)  # the first failure in a row
             self._give_back(run)
         except WaystoneError as exc:
             self.stats.errors += 1
@@ -297,30 +302,31 @@ class Worker:
 
     def _give_back(self, run: Run) -> None:
         """After an outage, hand the lease back so any worker resumes the run at once."""
-        for attempt in range(20):
-            if self._stopping.is_set():
-                return
-            try:
-                self.rt.release(run)
-                return
-            except (DatabaseUnavailable, psycopg.OperationalError):
-                time.sleep(min(0.25 * 2**attempt, 5.0))
 
-    def _outage(self, exc: BaseException, backoff: float) -> None:
+        def release() -> None:
+            if not self._stopping.is_set():
+                self.rt.release(run)
+
+        with contextlib.suppress(DatabaseUnavailable, psycopg.OperationalError):
+            retry(release, GIVE_BACK, retry_on=(DatabaseUnavailable, psycopg.OperationalError))
+
+    def _outage(self, exc: BaseException, outages: int) -> None:
+        """Wait after the ``outages``-th failed claim in a row."""
         self.stats.db_outages += 1
-        logger.warning("database unavailable, retrying in %.1fs: %s", backoff, exc)
-        self._stopping.wait(backoff * (0.5 + random.random() / 2))
+        wait = OUTAGE.delay(outages, random.random())
+        logger.warning("database unavailable, retrying in %.1fs: %s", wait, exc)
+        self._stopping.wait(wait)
 
     # -- wake-ups --------------------------------------------------------------------------
 
     def _listen(self) -> None:
-        backoff = 0.5
+        failures = 0
         while not self._stopping.is_set():
             try:
                 with psycopg.connect(self.rt.database_url, autocommit=True) as conn:
                     for channel in (CHANNEL, CRONS, deliver.CHANNEL):
                         conn.execute(sql.composed("listen", channel=channel))
-                    backoff = 0.5
+                    failures = 0
                     self._wake.set()  # anything that arrived while we were not listening
                     self.ticker.wake.set()
                     self._hooks.wake.set()
@@ -330,8 +336,8 @@ class Worker:
                             wakes.get(note.channel, self._wake).set()
             except psycopg.OperationalError as exc:
                 logger.warning("listener lost its connection: %s", exc)
-                self._stopping.wait(backoff)
-                backoff = min(backoff * 2, 5.0)
+                failures += 1
+                self._stopping.wait(RECONNECT.delay(failures, 0.0))
 
 
 def _say(wait: LeaseWait, limit_s: float) -> None:

@@ -16,12 +16,14 @@ from collections.abc import Callable
 
 import psycopg
 
+from waystone._retry import RetryPolicy
 from waystone.errors import DatabaseUnavailable, WaystoneError
 from waystone.runtime import Runtime
 
 logger = logging.getLogger(__name__)
 
 CHANNEL = "waystone_crons"
+OUTAGE = RetryPolicy(base_delay_s=0.5, max_delay_s=5.0, jitter=False)  # attempts unbounded
 
 
 class CronTicker:
@@ -47,16 +49,17 @@ class CronTicker:
         return thread
 
     def run(self) -> None:
-        backoff = 0.5
+        outages = 0
         while not self.stopping.is_set():
             self.wake.clear()
             try:
                 self.ticked += self.rt.crons.tick(self.agents(), self.owner)
                 timeout = self._until_next()
-                backoff = 0.5
+                outages = 0
             except (DatabaseUnavailable, psycopg.OperationalError) as exc:
-                logger.warning("ticker: database unavailable, retrying in %.1fs: %s", backoff, exc)
-                timeout, backoff = backoff, min(backoff * 2, 5.0)
+                outages += 1
+                timeout = OUTAGE.delay(outages, 0.0)
+                logger.warning("ticker: database unavailable, retrying in %.1fs: %s", timeout, exc)
             except (WaystoneError, psycopg.Error) as exc:  # its transaction undone: retried
                 logger.error("ticker: a tick failed: %s", exc)
                 timeout = self.poll_seconds

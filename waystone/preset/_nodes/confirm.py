@@ -8,13 +8,12 @@ process, and a wait that times out follows the tool's policy.
 
 from __future__ import annotations
 
-import random
-import time
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
 from waystone._crash import crash_point
+from waystone._retry import retry
 from waystone._runs.waits import SignalTimeout, wait_for_signal
 from waystone.effects._ledger import Effect, Note
 from waystone.effects.tools import Tool
@@ -25,18 +24,20 @@ from waystone.preset._graph.state import Action, AgentState
 
 def _read_back(scope: RunScope, tool: Tool, action: Action, receipt: dict[str, Any]) -> Any:
     """The provider's view of the effect; raises the last error once retries are spent."""
-    for attempt in range(1, tool.retry.max_attempts + 1):
-        try:
-            reveal = scope.ports.reveal
-            return tool.confirm(
-                reveal(action["args"]), action["key"], reveal(receipt), tool.timeout_s
-            )
-        except (TransientError, UnknownOutcome) as exc:
-            if attempt == tool.retry.max_attempts:
-                raise
+    reveal = scope.ports.reveal
+
+    def noted(exc: Exception, attempt: int, wait: float | None) -> None:
+        if wait is not None:
             scope.event("confirm-retry", str(exc), {"key": action["key"], "attempt": attempt})
-            time.sleep(tool.retry.delay(attempt, random.random()))
-    return None  # pragma: no cover - the loop returns or raises
+
+    return retry(
+        lambda: tool.confirm(
+            reveal(action["args"]), action["key"], reveal(receipt), tool.timeout_s
+        ),
+        tool.retry,
+        retry_on=(TransientError, UnknownOutcome),
+        on_failure=noted,
+    )
 
 
 def make_confirm(ports: Ports) -> Any:

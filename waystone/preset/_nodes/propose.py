@@ -8,9 +8,7 @@ budget. Past the proposer's budget the run fails.
 
 from __future__ import annotations
 
-import random
 import threading
-import time
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
@@ -18,6 +16,7 @@ from langchain_core.runnables import RunnableConfig
 
 from waystone._crash import crash_point
 from waystone._hints import requeue_command
+from waystone._retry import retry
 from waystone.effects._keys import action_digest, idempotency_key
 from waystone.effects.tools import Tool
 from waystone.errors import PermanentError
@@ -56,23 +55,29 @@ def _ask(ports: Ports, scope: RunScope, ctx: ProposalContext) -> Proposal | None
     """Ask the proposer, each call with the model budget; transient trouble is retried with
     backoff and recorded on the run's history. Permanent errors propagate."""
     agent, policy = ports.agent, ports.model_retry
-    for attempt in range(1, policy.max_attempts + 1):
-        try:
-            return _call(
+
+    def noted(exc: Exception, attempt: int, wait: float | None) -> None:
+        kind = "model-timeout" if isinstance(exc, TimeoutError) else "model-error"
+        scope.event(kind, f"{type(exc).__name__}: {exc}", {"attempt": attempt})
+
+    try:
+        return retry(
+            lambda: _call(
                 lambda: agent.proposer.propose(ctx, list(agent.tools.values())),
                 ports.model_timeout_s,
-            )
-        except PermanentError:
-            raise
-        except Exception as exc:  # a timeout, a 429, a dropped connection
-            kind = "model-timeout" if isinstance(exc, TimeoutError) else "model-error"
-            scope.event(kind, f"{type(exc).__name__}: {exc}", {"attempt": attempt})
-            if attempt < policy.max_attempts:
-                time.sleep(policy.delay(attempt, random.random()))
-    raise ModelUnavailable(
-        f"the model failed {policy.max_attempts} times (see the history); "
-        f"check the provider, then {requeue_command(scope.thread_id)}"
-    )
+            ),
+            policy,
+            # a timeout, a 429, a dropped connection: anything but a permanent error
+            retry_on=lambda exc: not isinstance(exc, PermanentError),
+            on_failure=noted,
+        )
+    except PermanentError:
+        raise
+    except Exception as exc:
+        raise ModelUnavailable(
+            f"the model failed {policy.max_attempts} times (see the history); "
+            f"check the provider, then {requeue_command(scope.thread_id)}"
+        ) from exc
 
 
 def _check(ports: Ports, proposal: Proposal) -> tuple[Tool, dict[str, Any]]:
