@@ -36,8 +36,12 @@ import dataclasses, json, statistics, sys, time
 sys.path.insert(0, "scripts")
 import bench_storage
 from waystone import Runtime, Settings
-from waystone._db.database import Database
-from waystone._db.migrations import migrate
+try:
+    from waystone._db.database import Database
+    from waystone._db.migrations import migrate
+except ImportError:  # a checkout from before the database floor had its folder
+    from waystone._checkpointing.database import Database
+    from waystone._checkpointing.migrations import migrate
 import psycopg
 url, n, actions, marginal = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
 spec = bench_storage.agent(actions)
