@@ -16,8 +16,9 @@ import psycopg
 import pytest
 
 from tests.acceptance.conftest import Workers
-from tests.acceptance.test_workers import WEBHOOK, one, start_settlement
+from tests.acceptance.test_workers import WEBHOOK, start_settlement
 from tests.conftest import Cli, wait_until
+from tests.support.rows import one
 from waystone.examples.provider import ProviderProcess
 
 LIB = Path(libfaketime.__file__).parent / "vendor" / "libfaketime" / "src"

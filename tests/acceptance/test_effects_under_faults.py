@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import psycopg
 
-from tests.acceptance.conftest import Workers
+from tests.acceptance.conftest import Workers, stopped
 from tests.conftest import REFUND_INPUT, Cli, wait_until
 from tests.support.proxy import DelayingProxy
+from tests.support.rows import one
 from waystone import Runtime
 from waystone.examples.provider import ProviderProcess
 
@@ -24,18 +23,6 @@ FAST_NOTIFY = {
     "WAYSTONE_TOOL_TIMEOUTS": "notify_customer=2",
     "WAYSTONE_TOOL_SETTLE": "notify_customer=1",
 }
-
-
-def stopped(proc: subprocess.Popen[str]) -> bool:
-    """Whether the process stopped itself (SIGSTOP): its state in /proc is T."""
-    stat = Path(f"/proc/{proc.pid}/stat").read_text()
-    return stat.rsplit(")", 1)[1].split()[0] == "T"
-
-
-def one(sql: psycopg.Connection[Any], query: str, *params: Any) -> Any:
-    row = sql.execute(query, params).fetchone()
-    assert row is not None
-    return row[0]
 
 
 def holding_notifications(provider: ProviderProcess, hold_s: float, times: int) -> DelayingProxy:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -16,9 +15,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from tests.acceptance.conftest import Workers
+from tests.acceptance.conftest import Workers, stopped
 from tests.conftest import Cli, wait_until
 from tests.support import fanout
+from tests.support.rows import one, writes
 from waystone.config import Settings
 from waystone.examples.provider import ProviderProcess
 from waystone.runtime import Runtime
@@ -46,12 +46,6 @@ def start(cli: Cli, env: dict[str, str]) -> str:
     assert started.returncode == 0, started.stderr
     thread_id: str = json.loads(started.stdout)["thread_id"]
     return thread_id
-
-
-def one(sql: psycopg.Connection[Any], query: str, *params: Any) -> Any:
-    row = sql.execute(query, params).fetchone()
-    assert row is not None
-    return row[0]
 
 
 def assert_each_refund_once(provider: ProviderProcess) -> None:
@@ -102,26 +96,6 @@ def test_a_fanout_killed_midway_runs_again_only_the_branch_not_saved(
     assert executions(marks) == Counter(["intake", "plan", *BRANCHES, "branch-2", "tally", "close"])
     assert_each_refund_once(provider)
     assert_finished(database_url, sql, thread_id)
-
-
-def stopped(proc: subprocess.Popen[str]) -> bool:
-    """Whether the process is stopped (by a signal), as the kernel reports it."""
-    return Path(f"/proc/{proc.pid}/stat").read_text().rpartition(")")[2].split()[0] == "T"
-
-
-def writes(sql: psycopg.Connection[Any], thread_id: str) -> tuple[Any, ...]:
-    """Everything a worker could write for a run, in any checkpoint namespace."""
-    return (
-        sql.execute(
-            "SELECT (SELECT count(*) FROM checkpoints WHERE thread_id = %s),"
-            " (SELECT count(*) FROM checkpoint_writes WHERE thread_id = %s),"
-            " (SELECT count(*) FROM checkpoint_blobs WHERE thread_id = %s),"
-            " (SELECT count(*) FROM waystone.run_events WHERE thread_id = %s),"
-            " (SELECT max(updated_at) FROM waystone.effects WHERE thread_id = %s)",
-            (thread_id,) * 5,
-        ).fetchone()
-        or ()
-    )
 
 
 def test_a_worker_frozen_in_the_fanout_writes_nothing_after_a_takeover(

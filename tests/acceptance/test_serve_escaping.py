@@ -19,6 +19,7 @@ from langgraph.types import interrupt
 
 from tests.acceptance.test_serve import CHROMIUM, CHROMIUM_ARGS, TOKEN, Served
 from tests.conftest import REFUND_INPUT
+from tests.support.chain import chain
 from tests.support.graphs import chat_graph
 from waystone import Runtime, Settings
 from waystone.examples.provider import ProviderProcess
@@ -61,11 +62,7 @@ def _called(state: MessagesState) -> dict[str, list[AnyMessage]]:
 
 def called_graph() -> StateGraph[Any]:
     """One node that adds a tool call and its result, each holding markup."""
-    builder: StateGraph[Any] = StateGraph(MessagesState)
-    builder.add_node("called", _called)
-    builder.add_edge(START, "called")
-    builder.add_edge("called", END)
-    return builder
+    return chain(MessagesState, ("called", _called))
 
 
 @pytest.fixture

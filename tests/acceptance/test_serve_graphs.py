@@ -24,6 +24,7 @@ from tests.acceptance.test_serve_security import KEY, TOKEN, Serve
 from tests.acceptance.test_serve_security import serve as serve  # the fixture
 from tests.conftest import Cli, wait_until
 from tests.support.react_graphs import CALLS, REACT_GRAPHS
+from tests.support.rows import run_state
 
 GRAPH = {"WAYSTONE_GRAPHS": REACT_GRAPHS, **KEY}
 ASK = {"messages": [{"role": "user", "content": "a trip to Lyon"}]}
@@ -39,13 +40,6 @@ def trip(cli: Cli) -> str:
     status = json.loads(ran.stdout)
     assert status["state"] == "waiting" and len(status["interrupts"]) == 1, ran.stderr
     return thread_id
-
-
-def _state(sql: psycopg.Connection[Any], thread_id: str) -> str:
-    row = sql.execute("SELECT state FROM waystone.runs WHERE thread_id = %s", (thread_id,))
-    found = row.fetchone()
-    assert found is not None
-    return str(found[0])
 
 
 def _interrupt_id(cli: Cli, thread_id: str) -> str:
@@ -109,7 +103,7 @@ def test_an_interrupt_is_answered_from_the_run_page_and_the_run_goes_on(
 
             # A worker goes on with it: the booking is made and the model answers.
             workers.spawn(env=GRAPH)
-            wait_until(lambda: _state(sql, trip) == "done", "the answered run is done")
+            wait_until(lambda: run_state(sql, trip) == "done", "the answered run is done")
             page.reload()
             assert page.locator("#interrupts").count() == 0
             results = {
@@ -173,7 +167,7 @@ def test_an_answer_without_a_session_token_or_origin_is_refused_and_changes_noth
     assert forged.status == 403
 
     assert changes(sql) == before and signals(sql, trip, "resume") == []
-    assert _state(sql, trip) == "waiting"
+    assert run_state(sql, trip) == "waiting"
 
 
 def test_an_answer_that_is_not_json_or_names_no_pending_interrupt_is_400(

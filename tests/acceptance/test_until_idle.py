@@ -14,8 +14,9 @@ import psycopg
 import pytest
 
 from tests.acceptance.conftest import Workers
-from tests.acceptance.test_workers import SMALL, one
+from tests.acceptance.test_workers import SMALL
 from tests.conftest import ROOT, Cli, wait_until
+from tests.support.rows import one
 from waystone import Runtime
 from waystone.examples.provider import ProviderProcess
 

@@ -15,6 +15,7 @@ import psycopg
 from tests.acceptance.conftest import Workers
 from tests.conftest import REFUND_INPUT, ROOT, Cli, wait_until
 from tests.support.graphs import GRAPHS
+from tests.support.rows import one, writes
 from waystone import Runtime
 from waystone.examples.provider import ProviderProcess
 
@@ -37,27 +38,6 @@ def _faults(provider: ProviderProcess) -> list[Any]:
         return faults
 
 
-def one(sql: psycopg.Connection[Any], query: str, *params: Any) -> Any:
-    row = sql.execute(query, params).fetchone()
-    assert row is not None
-    return row[0]
-
-
-def counts(sql: psycopg.Connection[Any], thread_id: str) -> tuple[Any, ...]:
-    """Everything a worker could write for a run."""
-    return (
-        sql.execute(
-            "SELECT (SELECT count(*) FROM checkpoints WHERE thread_id = %s),"
-            " (SELECT count(*) FROM checkpoint_writes WHERE thread_id = %s),"
-            " (SELECT count(*) FROM checkpoint_blobs WHERE thread_id = %s),"
-            " (SELECT count(*) FROM waystone.run_events WHERE thread_id = %s),"
-            " (SELECT max(updated_at) FROM waystone.effects WHERE thread_id = %s)",
-            (thread_id,) * 5,
-        ).fetchone()
-        or ()
-    )
-
-
 def test_zombie_worker_writes_nothing_after_a_takeover(
     runtime: Runtime, provider: ProviderProcess, workers: Workers, sql: psycopg.Connection[Any]
 ) -> None:
@@ -77,11 +57,11 @@ def test_zombie_worker_writes_nothing_after_a_takeover(
     rescuer = workers.spawn("--lease-seconds", "2", "--until-idle", "--name", "B")
     assert rescuer.wait(timeout=90) == 0, workers.output(rescuer)
     assert one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", thread_id) == "done"
-    before = counts(sql, thread_id)
+    before = writes(sql, thread_id)
 
     zombie.send_signal(signal.SIGCONT)
     assert zombie.wait(timeout=90) == 0, workers.output(zombie)
-    assert counts(sql, thread_id) == before, "the zombie wrote after the takeover"
+    assert writes(sql, thread_id) == before, "the zombie wrote after the takeover"
     assert workers.summary(zombie)["lease_lost"] == 1
     ledger = provider.ledger()
     assert len(ledger["refunds"]) == 1 and len(ledger["notifications"]) == 1

@@ -10,8 +10,8 @@ from typing import Any, TypedDict
 
 import psycopg
 import pytest
-from langgraph.graph import END, START, StateGraph
 
+from tests.support.chain import chain
 from tests.support.inside import parts
 from tests.support.scan import scan
 from waystone import Runtime
@@ -72,10 +72,7 @@ def test_configurable_and_metadata_values_reach_no_column_in_plain_form(
         assert rt.run(thread_id).state == "done"
 
         # a LangGraph graph of the user's on Waystone's saver, its config carrying them
-        builder = StateGraph(Note)
-        builder.add_node("answer", lambda note: {"text": note["text"] + ", answered"})
-        builder.add_edge(START, "answer")
-        builder.add_edge("answer", END)
+        builder = chain(Note, ("answer", lambda note: {"text": note["text"] + ", answered"}))
         graph = builder.compile(checkpointer=parts(rt).saver)
         config: Any = {
             "configurable": {"thread_id": "support-1", "user_email": EMAIL, "phone": PHONE},

@@ -28,6 +28,7 @@ from psycopg_pool import ConnectionPool
 
 import waystone
 from tests.conftest import ROOT
+from tests.support.chain import chain
 from tests.support.inside import parts
 from tests.support.scan import scan
 from waystone import BadInput, Runtime, Settings, WaystoneSaver
@@ -70,12 +71,7 @@ def _ask(state: State) -> dict[str, Any]:
 
 
 def _typed_graph(saver: Any) -> Any:
-    builder = StateGraph(State)
-    builder.add_node("gather", _gather)
-    builder.add_node("ask", _ask)
-    builder.add_edge(START, "gather")
-    builder.add_edge("gather", "ask")
-    builder.add_edge("ask", END)
+    builder = chain(State, ("gather", _gather), ("ask", _ask))
     return builder.compile(checkpointer=saver)
 
 

@@ -26,6 +26,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 from typing_extensions import TypedDict
 
+from tests.support.chain import chain
 from tests.support.scan import scan
 from waystone import AsyncWaystoneSaver, BadInput, Settings, WaystoneSaver
 
@@ -272,22 +273,20 @@ class AgentState(TypedDict, total=False):
 
 
 def _customer_graph(saver: Any) -> Any:
-    builder = StateGraph(Customer)
-    builder.add_node("visit", lambda s: {"visits": s.visits + 1})
-    builder.add_node("confirm", lambda s: {"name": interrupt("confirm?")})
-    builder.add_edge(START, "visit")
-    builder.add_edge("visit", "confirm")
-    builder.add_edge("confirm", END)
+    builder = chain(
+        Customer,
+        ("visit", lambda s: {"visits": s.visits + 1}),
+        ("confirm", lambda s: {"name": interrupt("confirm?")}),
+    )
     return builder.compile(checkpointer=saver)
 
 
 def _basket_graph(saver: Any) -> Any:
-    builder = StateGraph(Basket)
-    builder.add_node("add", lambda s: {"items": [*s.items, PLANTED]})
-    builder.add_node("confirm", lambda s: {"note": interrupt("confirm?")})
-    builder.add_edge(START, "add")
-    builder.add_edge("add", "confirm")
-    builder.add_edge("confirm", END)
+    builder = chain(
+        Basket,
+        ("add", lambda s: {"items": [*s.items, PLANTED]}),
+        ("confirm", lambda s: {"note": interrupt("confirm?")}),
+    )
     return builder.compile(checkpointer=saver)
 
 
@@ -300,12 +299,7 @@ def _agent_graph(saver: Any) -> Any:
         interrupt("finish?")
         return {"outcome": AgentFinish(return_values={"answer": PLANTED}, log="done")}
 
-    builder = StateGraph(AgentState)
-    builder.add_node("act", act)
-    builder.add_node("finish", finish)
-    builder.add_edge(START, "act")
-    builder.add_edge("act", "finish")
-    builder.add_edge("finish", END)
+    builder = chain(AgentState, ("act", act), ("finish", finish))
     return builder.compile(checkpointer=saver)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,30 +20,15 @@ from langgraph.types import interrupt
 
 from tests.conftest import wait_until
 from tests.support import stopped_agent
+from tests.support.chat import say
 from tests.support.chat_models import ConversationModel
 from tests.support.gated import gated_graph
 from tests.support.inside import parts
-from tests.support.stopped_agent import ANSWER, BookingDesk, booking_desk
+from tests.support.stopped_agent import ANSWER, BookingDesk
 from waystone._runs import dashboard
 from waystone._runs.driver import graph_config
-from waystone.config import Settings
 from waystone.errors import LeaseLost, TransitionNotAllowed
 from waystone.runtime import Runtime
-
-
-@pytest.fixture
-def desk(monkeypatch: pytest.MonkeyPatch) -> Iterator[BookingDesk]:
-    with booking_desk() as made:
-        monkeypatch.setenv(stopped_agent.URL_VARIABLE, made.url)
-        yield made
-
-
-@pytest.fixture
-def gates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "gates"
-    folder.mkdir()
-    monkeypatch.setenv("WAYSTONE_TEST_GATES", str(folder))
-    return folder
 
 
 @tool
@@ -111,13 +96,8 @@ GRAPHS: dict[str, Callable[[], Any]] = {
 
 
 @pytest.fixture
-def rt(database_url: str, desk: BookingDesk, gates: Path) -> Iterator[Runtime]:
-    with Runtime(Settings(database_url=database_url), graphs=GRAPHS) as made:
-        yield made
-
-
-def say(text: str) -> dict[str, Any]:
-    return {"messages": [{"role": "user", "content": text}]}
+def rt_graphs(desk: BookingDesk, gates: Path) -> dict[str, Any]:
+    return GRAPHS
 
 
 def messages(rt: Runtime, graph: str, thread_id: str) -> list[BaseMessage]:

@@ -15,6 +15,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 
 import waystone
+from tests.support.chain import chain
 from tests.support.fanout import find_refund, refund
 from waystone.config import Settings
 from waystone.effects import http
@@ -161,8 +162,4 @@ def _in_a_subgraph(first: Any, branch: Any, look: Any) -> StateGraph[Paid]:
     )
     inner.add_edge("branch", "look")
     inner.add_edge("look", END)
-    outer: StateGraph[Paid] = StateGraph(Paid)
-    outer.add_node("pay", inner.compile())
-    outer.add_edge(START, "pay")
-    outer.add_edge("pay", END)
-    return outer
+    return chain(Paid, ("pay", inner.compile()))

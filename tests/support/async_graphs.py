@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 import httpx
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 
 import waystone
+from tests.support.chain import chain
 
 ARRIVED: set[str] = set()
 ALL_IN: dict[str, asyncio.Event] = {}
@@ -60,10 +61,4 @@ def gather_graph() -> StateGraph[Any]:
     async def tell(state: Gathered) -> dict[str, Any]:
         return {"receipt": await notify(to=f"{state['name']}@example.com")}
 
-    builder: StateGraph[Any] = StateGraph(Gathered)
-    builder.add_node("meet", meet)
-    builder.add_node("tell", tell)
-    builder.add_edge(START, "meet")
-    builder.add_edge("meet", "tell")
-    builder.add_edge("tell", END)
-    return builder
+    return chain(Gathered, ("meet", meet), ("tell", tell))

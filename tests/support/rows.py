@@ -1,0 +1,45 @@
+"""What a test reads back from the database: one value, a run's state, what a worker wrote
+for a thread, the runs a cron started."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+
+def one(sql: psycopg.Connection[Any], query: str, *params: Any) -> Any:
+    """The first column of the one row ``query`` finds."""
+    row = sql.execute(query, params).fetchone()
+    assert row is not None
+    return row[0]
+
+
+def run_state(sql: psycopg.Connection[Any], thread_id: str) -> str:
+    return str(one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", thread_id))
+
+
+def writes(sql: psycopg.Connection[Any], thread_id: str) -> tuple[Any, ...]:
+    """Everything a worker could write for a run, in any checkpoint namespace."""
+    return (
+        sql.execute(
+            "SELECT (SELECT count(*) FROM checkpoints WHERE thread_id = %s),"
+            " (SELECT count(*) FROM checkpoint_writes WHERE thread_id = %s),"
+            " (SELECT count(*) FROM checkpoint_blobs WHERE thread_id = %s),"
+            " (SELECT count(*) FROM waystone.run_events WHERE thread_id = %s),"
+            " (SELECT max(updated_at) FROM waystone.effects WHERE thread_id = %s)",
+            (thread_id,) * 5,
+        ).fetchone()
+        or ()
+    )
+
+
+def cron_runs(sql: psycopg.Connection[Any], cron_id: str) -> list[tuple[str, str, str]]:
+    """(thread id, start key, state) of every run a cron started, current or past."""
+    rows = sql.execute(
+        "SELECT thread_id, start_key, state FROM waystone.runs WHERE start_key LIKE %(k)s "
+        "UNION ALL SELECT thread_id, start_key, state FROM waystone.thread_runs "
+        "WHERE start_key LIKE %(k)s",
+        {"k": f"cron:{cron_id}:%"},
+    ).fetchall()
+    return [tuple(r) for r in rows]  # type: ignore[misc]
