@@ -16,6 +16,10 @@ from langgraph_sdk.client import SyncLangGraphClient
 
 from tests.conftest import ROOT, Cli
 from tests.support.api import ApiSetup, api_server
+from tests.support.safe_graphs import GRAPHS as TRIP_GRAPHS
+from tests.support.served import TOKEN as SERVED_TOKEN
+from tests.support.served import Served
+from waystone import Runtime
 
 
 class Workers:
@@ -79,3 +83,18 @@ def lg(api: str, api_setup: ApiSetup) -> Iterator[SyncLangGraphClient]:
     """The official LangGraph client of ``api``, with its token."""
     with get_sync_client(url=api, api_key=api_setup.token) as client:
         yield client
+
+
+@pytest.fixture
+def served(runtime: Runtime) -> Iterator[Served]:
+    """The web server over the test's runtime, taking ``tests.support.served.TOKEN``."""
+    server = Served(runtime, SERVED_TOKEN)
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def trip_cli(cli: Cli) -> Cli:
+    """The command, knowing the trip agents of ``tests.support.safe_graphs``."""
+    cli.env["WAYSTONE_GRAPHS"] = TRIP_GRAPHS
+    return cli

@@ -18,7 +18,7 @@ import pytest
 from tests.acceptance.conftest import Workers, stopped
 from tests.conftest import Cli, wait_until
 from tests.support import fanout
-from tests.support.rows import one, writes
+from tests.support.rows import lease_expired, one, run_state, writes
 from waystone.config import Settings
 from waystone.examples.provider import ProviderProcess
 from waystone.runtime import Runtime
@@ -57,7 +57,7 @@ def assert_each_refund_once(provider: ProviderProcess) -> None:
 def assert_finished(database_url: str, sql: psycopg.Connection[Any], thread_id: str) -> None:
     """Done, with every branch's receipt in the state and every effect applied in the
     ledger (none left as an intent, whatever process made it)."""
-    assert one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", thread_id) == "done"
+    assert run_state(sql, thread_id) == "done"
     with Runtime(Settings(database_url=database_url), graphs={"fanout": fanout.fanout_graph}) as rt:
         values = rt.graph("fanout").get_state(rt.config(thread_id)).values
     assert sorted(r["order_id"] for r in values["receipts"]) == [
@@ -112,14 +112,7 @@ def test_a_worker_frozen_in_the_fanout_writes_nothing_after_a_takeover(
     zombie = workers.spawn("--lease-seconds", "2", "--until-idle", "--name", "A", env=frozen)
     wait_until(lambda: stopped(zombie), "A stopped itself inside a branch")
     zombie_token = one(sql, "SELECT lease_token FROM waystone.runs WHERE thread_id = %s", thread_id)
-    wait_until(
-        lambda: one(
-            sql,
-            "SELECT lease_expires_at < clock_timestamp() FROM waystone.runs WHERE thread_id = %s",
-            thread_id,
-        ),
-        "A's lease expired",
-    )
+    wait_until(lambda: lease_expired(sql, thread_id), "A's lease expired")
     rescuer = workers.spawn("--lease-seconds", "2", "--until-idle", "--name", "B", env=env)
     assert rescuer.wait(timeout=90) == 0, workers.output(rescuer)
     assert_finished(database_url, sql, thread_id)

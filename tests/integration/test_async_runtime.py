@@ -8,14 +8,13 @@ import asyncio
 import operator
 from typing import Annotated, Any, TypedDict
 
-import httpx
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langgraph.graph import StateGraph
 from langgraph.types import interrupt
 
-import waystone
+from tests.support.async_graphs import async_note_effect
 from tests.support.chain import chain
 from tests.support.inside import parts
 from waystone import Runtime
@@ -33,21 +32,7 @@ def told_graph(url: str) -> StateGraph[Any]:
     """draft (an async chat model) -> tell (an async effect, then an interrupt) -> end."""
     model = GenericFakeChatModel(messages=iter([AIMessage("your refund is on its way")] * 4))
 
-    async def find(key: str) -> dict[str, Any] | None:
-        async with httpx.AsyncClient(timeout=10) as client:
-            answer = await client.get(f"{url}/notifications", params={"client_ref": key})
-        found = answer.json()
-        return found[0] if found else None
-
-    @waystone.effect(lookup=find, timeout_s=10)
-    async def notify(to: str, body: str, *, key: str) -> dict[str, Any]:
-        async with httpx.AsyncClient(timeout=10) as client:
-            answer = await client.post(
-                f"{url}/notifications", json={"to": to, "body": body, "client_ref": key}
-            )
-        answer.raise_for_status()
-        sent: dict[str, Any] = answer.json()
-        return sent
+    notify = async_note_effect(url)
 
     async def draft(state: Told) -> dict[str, Any]:
         reply = await model.ainvoke("draft the message")

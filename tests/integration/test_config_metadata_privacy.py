@@ -11,6 +11,7 @@ from typing import Any, TypedDict
 import psycopg
 import pytest
 
+from tests.conftest import REFUND_INPUT
 from tests.support.chain import chain
 from tests.support.inside import parts
 from tests.support.scan import scan
@@ -49,9 +50,7 @@ def test_configurable_and_metadata_values_reach_no_column_in_plain_form(
         monkeypatch.setenv("WAYSTONE_ENCRYPTION_KEY", key)
     with Runtime(Settings(database_url=database_url)) as rt:
         data = {
-            "order_id": "1001",
-            "amount": "120.00",
-            "currency": "EUR",
+            **REFUND_INPUT,
             "email": EMAIL,
             "phone": PHONE,
             "card": CARD,

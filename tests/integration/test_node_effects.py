@@ -28,7 +28,7 @@ from tests.support.effect_graphs import (
     note_effect,
     send_note,
 )
-from tests.support.inside import parts
+from tests.support.inside import created_claimed, parts
 from waystone._runs.driver import graph_config
 from waystone.effects import deadline
 from waystone.effects.context import CONTEXT_KEY, EffectContext, without_ledger
@@ -45,15 +45,7 @@ class Drive:
     def __init__(self, rt: Runtime, thread_id: str) -> None:
         self.rt = rt
         self.thread_id = thread_id
-        run = parts(rt).registry.create_claimed(
-            thread_id=thread_id,
-            agent="user-graph",
-            goal="a user's graph",
-            input={},
-            owner=parts(rt).owner,
-            lease_seconds=rt.settings.lease_seconds,
-        )
-        assert run is not None
+        run = created_claimed(rt, thread_id, "user-graph", "a user's graph")
         self.config = graph_config(thread_id, lease_token=run.lease_token, key_namespace=thread_id)
         self.config["configurable"][CONTEXT_KEY] = EffectContext(
             parts(rt).ledger,

@@ -30,6 +30,8 @@ from waystone._runs.driver import graph_config
 from waystone.errors import LeaseLost, TransitionNotAllowed
 from waystone.runtime import Runtime
 
+pytestmark = pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
+
 
 @tool
 def broken_book(city: str) -> str:
@@ -144,7 +146,6 @@ def events(rt: Runtime, thread_id: str, kind: str) -> list[dict[str, Any]]:
     return [e for e in rt.history(thread_id)["events"] if e["kind"] == kind]
 
 
-@pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
 @pytest.mark.parametrize("graph", ["react", "react-v1"])
 def test_a_cancel_during_a_tool_call_leaves_the_thread_usable(
     rt: Runtime, desk: BookingDesk, graph: str
@@ -168,7 +169,6 @@ def test_a_cancel_during_a_tool_call_leaves_the_thread_usable(
     assert any(s.metadata and s.metadata.get("source") == "update" for s in history)
 
 
-@pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
 def test_a_call_that_finished_before_the_cancel_keeps_its_result(
     rt: Runtime, desk: BookingDesk, sql: psycopg.Connection[Any]
 ) -> None:
@@ -198,7 +198,6 @@ def test_a_call_that_finished_before_the_cancel_keeps_its_result(
     assert isinstance(driving.join(), LeaseLost)
 
 
-@pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
 def test_the_interrupt_double_text_during_a_tool_call(rt: Runtime, desk: BookingDesk) -> None:
     thread_id, driving = start_booking(rt, desk, "react")
     rt.start_on_thread(
@@ -212,7 +211,6 @@ def test_the_interrupt_double_text_during_a_tool_call(rt: Runtime, desk: Booking
     assert [m.content for m in found][-2:] == ["no, wait", ANSWER]
 
 
-@pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
 def test_a_new_message_instead_of_an_answer_to_a_tools_interrupt(
     rt: Runtime, desk: BookingDesk
 ) -> None:
@@ -229,7 +227,6 @@ def test_a_new_message_instead_of_an_answer_to_a_tools_interrupt(
     assert desk.requests == []  # the tool never ran past its question
 
 
-@pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
 def test_a_run_failed_during_a_tool_call_then_a_new_run(rt: Runtime) -> None:
     thread_id = rt.create_thread().thread_id
     rt.start_on_thread("broken", say("book me a trip"), thread_id=thread_id)
@@ -247,7 +244,6 @@ def test_a_run_failed_during_a_tool_call_then_a_new_run(rt: Runtime) -> None:
     assert found[-1].content == ANSWER
 
 
-@pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
 def test_an_answer_cut_short_by_a_crash_is_finished_by_the_next_drive(rt: Runtime) -> None:
     thread_id = rt.create_thread().thread_id
     rt.start_on_thread("broken", say("book me a trip"), thread_id=thread_id)
@@ -262,7 +258,6 @@ def test_an_answer_cut_short_by_a_crash_is_finished_by_the_next_drive(rt: Runtim
     assert len(events(rt, thread_id, "tool-calls-answered")) == 1
 
 
-@pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
 def test_a_new_run_driven_on_an_event_loop_answers_the_calls_too(rt: Runtime) -> None:
     thread_id = rt.create_thread().thread_id
     rt.start_on_thread("broken", say("book me a trip"), thread_id=thread_id)
@@ -274,7 +269,6 @@ def test_a_new_run_driven_on_an_event_loop_answers_the_calls_too(rt: Runtime) ->
     assert len(events(rt, thread_id, "tool-calls-answered")) == 1
 
 
-@pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
 def test_the_answer_says_the_ledger_shows_the_effect_applied(
     rt: Runtime, desk: BookingDesk
 ) -> None:
@@ -343,7 +337,6 @@ def test_calls_a_run_that_ended_well_left_are_not_answered(rt: Runtime) -> None:
     assert events(rt, thread_id, "tool-calls-answered") == []
 
 
-@pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
 def test_a_run_cancelled_before_it_began_does_not_hide_the_stopped_one(
     rt: Runtime, desk: BookingDesk
 ) -> None:
@@ -361,7 +354,6 @@ def test_a_run_cancelled_before_it_began_does_not_hide_the_stopped_one(
     assert isinstance(driving.join(), LeaseLost)
 
 
-@pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
 def test_the_answer_follows_its_call_when_a_failed_run_wrote_a_message_after_it(
     rt: Runtime, desk: BookingDesk
 ) -> None:
@@ -383,7 +375,6 @@ def test_the_answer_follows_its_call_when_a_failed_run_wrote_a_message_after_it(
     assert len(desk.bookings) == 1
 
 
-@pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
 def test_two_identical_calls_are_each_answered_with_their_own_effect(
     rt: Runtime, desk: BookingDesk
 ) -> None:

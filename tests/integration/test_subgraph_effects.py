@@ -29,6 +29,17 @@ class Paid(TypedDict, total=False):
     seen: list[str]
 
 
+def _statuses(database_url: str) -> list[str]:
+    """The status of each effect of the thread of the node that asks, by key."""
+    thread_id = get_config()["configurable"]["thread_id"]
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT status FROM waystone.effects WHERE thread_id = %s ORDER BY key",
+            (thread_id,),
+        ).fetchall()
+    return [status for (status,) in rows]
+
+
 def test_a_subgraphs_effects_are_recorded_applied_before_the_subgraph_ends(
     database_url: str, provider: ProviderProcess
 ) -> None:
@@ -43,13 +54,7 @@ def test_a_subgraphs_effects_are_recorded_applied_before_the_subgraph_ends(
         return {"receipts": [refund(order_id=part["order_id"], amount="2.00")]}
 
     def look(state: Paid) -> dict[str, Any]:
-        thread_id = get_config()["configurable"]["thread_id"]
-        with psycopg.connect(database_url, autocommit=True) as conn:
-            rows = conn.execute(
-                "SELECT status FROM waystone.effects WHERE thread_id = %s ORDER BY key",
-                (thread_id,),
-            ).fetchall()
-        return {"seen": [status for (status,) in rows]}
+        return {"seen": _statuses(database_url)}
 
     outer = _in_a_subgraph(first, branch, look)
 
@@ -119,14 +124,9 @@ def test_a_branchs_receipt_is_committed_before_the_step_after_it_starts(
         return {"receipts": [receipt]}
 
     def look(state: Paid) -> dict[str, Any]:
-        thread_id = get_config()["configurable"]["thread_id"]
-        with psycopg.connect(database_url, autocommit=True) as conn:
-            rows = conn.execute(
-                "SELECT status FROM waystone.effects WHERE thread_id = %s ORDER BY key",
-                (thread_id,),
-            ).fetchall()
+        seen = _statuses(database_url)
         looked.set()
-        return {"seen": [status for (status,) in rows]}
+        return {"seen": seen}
 
     outer = _in_a_subgraph(first, branch, look)
 

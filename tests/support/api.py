@@ -28,17 +28,18 @@ class ApiSetup:
     worker: tuple[str, ...] | None = ()
 
 
+def piped(args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """A server process started from the tree's root, its output read by the test (the
+    first line says where it listens)."""
+    return subprocess.Popen(
+        args, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
 @contextmanager
 def api_server(env: dict[str, str]) -> Iterator[str]:
     """``waystone api --port 0`` with ``env``, until the block ends: its URL."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "waystone", "api", "--port", "0", "--json"],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = piped([sys.executable, "-m", "waystone", "api", "--port", "0", "--json"], env)
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()

@@ -1,5 +1,6 @@
-"""What a test reads back from the database: one value, a run's state, what a worker wrote
-for a thread, the runs a cron started."""
+"""What a test reads back from the database: one value, a run's state and lease, what a
+worker wrote for a thread, the runs a cron started, what a refused request must leave
+alone, a thread's signals."""
 
 from __future__ import annotations
 
@@ -17,6 +18,12 @@ def one(sql: psycopg.Connection[Any], query: str, *params: Any) -> Any:
 
 def run_state(sql: psycopg.Connection[Any], thread_id: str) -> str:
     return str(one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", thread_id))
+
+
+def lease_expired(sql: psycopg.Connection[Any], thread_id: str) -> bool:
+    """Whether the lease on the thread's run has run out (by the database's clock)."""
+    query = "SELECT lease_expires_at < clock_timestamp() FROM waystone.runs WHERE thread_id = %s"
+    return bool(one(sql, query, thread_id))
 
 
 def writes(sql: psycopg.Connection[Any], thread_id: str) -> tuple[Any, ...]:
@@ -43,3 +50,24 @@ def cron_runs(sql: psycopg.Connection[Any], cron_id: str) -> list[tuple[str, str
         {"k": f"cron:{cron_id}:%"},
     ).fetchall()
     return [tuple(r) for r in rows]  # type: ignore[misc]
+
+
+def changes(sql: psycopg.Connection[Any]) -> tuple[Any, ...]:
+    """Everything a refused request must leave alone."""
+    row = sql.execute(
+        "SELECT (SELECT count(*) FROM waystone.signals),"
+        " (SELECT count(*) FROM waystone.run_events),"
+        " (SELECT count(*) FROM waystone.effects),"
+        " (SELECT string_agg(thread_id || ':' || state, ',' ORDER BY thread_id)"
+        "  FROM waystone.runs)"
+    ).fetchone()
+    assert row is not None
+    return tuple(row)
+
+
+def signals(sql: psycopg.Connection[Any], thread_id: str, name: str) -> list[Any]:
+    return sql.execute(
+        "SELECT payload, dedupe_key, actor FROM waystone.signals"
+        " WHERE thread_id = %s AND name = %s ORDER BY id",
+        (thread_id, name),
+    ).fetchall()
