@@ -17,6 +17,7 @@ from langgraph.types import Command
 from tests.conftest import Cli
 from tests.support.crashes import crash_points
 from tests.support.effect_graphs import GRAPHS, interrupting_on_stock
+from tests.support.rows import effects
 from waystone.examples.provider import ProviderProcess
 
 TOOLS = ("refund", "notify")
@@ -91,11 +92,8 @@ def test_a_react_agent_killed_at_a_crash_point_makes_each_effect_once(
     assert [(r["order_id"], r["amount"]) for r in made["refunds"]] == [("1001", "12.00")]
     assert [n["to"] for n in made["notifications"]] == ["ana@example.com"]
     with psycopg.connect(database_url) as conn:
-        effects = conn.execute(
-            "SELECT tool, status, key FROM waystone.effects WHERE thread_id = %s ORDER BY tool",
-            (thread_id,),
-        ).fetchall()
-    assert effects == [
+        made_effects = effects(conn, thread_id, "tool", "status", "key", order="tool")
+    assert made_effects == [
         ("notify", "confirmed", made["notifications"][0]["client_ref"]),
         ("refund", "confirmed", made["refunds"][0]["idempotency_key"]),
     ]

@@ -23,6 +23,7 @@ from tests.support.graphs import (
     two_questions_graph,
 )
 from tests.support.inside import parts
+from tests.support.rows import effects
 from waystone import Runtime, Settings
 from waystone.errors import BadInput, LeaseLost, TransitionNotAllowed
 from waystone.examples.provider import ProviderProcess
@@ -387,10 +388,7 @@ def test_requeue_leaves_an_earlier_runs_effects_as_they_were(
     assert first.state == "failed"
     second = rt.invoke("pay", {"order_id": "o-2"}, thread_id="pay-twice")
     assert second.state == "failed"
-    before = sql.execute(
-        "SELECT key, status, attempts FROM waystone.effects WHERE thread_id = %s ORDER BY key",
-        ("pay-twice",),
-    ).fetchall()
+    before = effects(sql, "pay-twice", "key", "status", "attempts", order="key")
     assert [status for _, status, _ in before] == ["failed", "failed"]
     rt.requeue("pay-twice", by="ops", reason="the provider is fixed")
     statuses = dict(

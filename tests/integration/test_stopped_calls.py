@@ -6,7 +6,6 @@ effect included), on the run's history; the signals the stopped run left are set
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from langgraph.types import interrupt
 
 from tests.conftest import wait_until
 from tests.support import stopped_agent
+from tests.support.background import Background
 from tests.support.chat import say
 from tests.support.chat_models import ConversationModel
 from tests.support.gated import gated_graph
@@ -107,31 +107,17 @@ def messages(rt: Runtime, graph: str, thread_id: str) -> list[BaseMessage]:
     return found
 
 
-class Driving:
-    """``rt.run`` of a thread's run in a thread of its own: what it came to, or raised."""
-
-    def __init__(self, rt: Runtime, thread_id: str) -> None:
-        self.outcome: list[BaseException | str] = []
-        self._thread = threading.Thread(target=self._drive, args=(rt, thread_id))
-        self._thread.start()
-
-    def _drive(self, rt: Runtime, thread_id: str) -> None:
-        try:
-            self.outcome.append(rt.run(thread_id).state)
-        except BaseException as exc:  # a stopped drive is fenced out: that is what is checked
-            self.outcome.append(exc)
-
-    def join(self) -> BaseException | str:
-        self._thread.join(timeout=120)
-        assert len(self.outcome) == 1, "the drive did not end"
-        return self.outcome[0]
+def fenced_out(desk: BookingDesk, driving: Background) -> None:
+    """The held call let go: the stopped drive's late writes are refused."""
+    desk.release()
+    assert isinstance(driving.join(), LeaseLost)
 
 
-def start_booking(rt: Runtime, desk: BookingDesk, graph: str) -> tuple[str, Driving]:
+def start_booking(rt: Runtime, desk: BookingDesk, graph: str) -> tuple[str, Background]:
     """A thread whose run's booking call is held at the provider."""
     thread_id = rt.create_thread().thread_id
     rt.start_on_thread(graph, say("book me a trip"), thread_id=thread_id)
-    driving = Driving(rt, thread_id)
+    driving = Background(lambda: rt.run(thread_id).state)
     wait_until(lambda: desk.held() == 1, "the booking call at the provider")
     return thread_id, driving
 
@@ -144,6 +130,15 @@ def answered(found: list[BaseMessage]) -> ToolMessage:
 
 def events(rt: Runtime, thread_id: str, kind: str) -> list[dict[str, Any]]:
     return [e for e in rt.history(thread_id)["events"] if e["kind"] == kind]
+
+
+def cancelled_in_its_call(rt: Runtime, desk: BookingDesk, graph: str) -> str:
+    """A thread whose run was cancelled while its booking call was held: the call let go
+    after, its drive fenced out."""
+    thread_id, driving = start_booking(rt, desk, graph)
+    rt.cancel(thread_id, by="ops", reason="too slow")
+    fenced_out(desk, driving)
+    return thread_id
 
 
 @pytest.mark.parametrize("graph", ["react", "react-v1"])
@@ -159,8 +154,7 @@ def test_a_cancel_during_a_tool_call_leaves_the_thread_usable(
     assert [m.type for m in found] == ["human", "ai", "tool", "human", "ai"]
     assert "cancelled" in str(answered(found).content)
     assert found[-1].content == ANSWER
-    desk.release()
-    assert isinstance(driving.join(), LeaseLost)  # its late writes were refused
+    fenced_out(desk, driving)
     assert messages(rt, graph, thread_id) == found
     assert len(desk.requests) == 1  # the stopped call was never made again
     [event] = events(rt, thread_id, "tool-calls-answered")
@@ -194,8 +188,7 @@ def test_a_call_that_finished_before_the_cancel_keeps_its_result(
     assert results["call_book"][0] == "error" and "cancelled" in str(results["call_book"][1])
     [event] = events(rt, thread_id, "tool-calls-answered")
     assert event["evidence"]["tool_calls"] == [{"id": "call_book", "name": "book"}]
-    desk.release()
-    assert isinstance(driving.join(), LeaseLost)
+    fenced_out(desk, driving)
 
 
 def test_the_interrupt_double_text_during_a_tool_call(rt: Runtime, desk: BookingDesk) -> None:
@@ -203,8 +196,7 @@ def test_the_interrupt_double_text_during_a_tool_call(rt: Runtime, desk: Booking
     rt.start_on_thread(
         "react", say("no, wait"), thread_id=thread_id, multitask_strategy="interrupt"
     )
-    desk.release()
-    assert isinstance(driving.join(), LeaseLost)
+    fenced_out(desk, driving)
     assert rt.run(thread_id).state == "done"
     found = messages(rt, "react", thread_id)
     assert "interrupted" in str(answered(found).content)
@@ -272,10 +264,7 @@ def test_a_new_run_driven_on_an_event_loop_answers_the_calls_too(rt: Runtime) ->
 def test_the_answer_says_the_ledger_shows_the_effect_applied(
     rt: Runtime, desk: BookingDesk
 ) -> None:
-    thread_id, driving = start_booking(rt, desk, "durable")
-    rt.cancel(thread_id, by="ops", reason="too slow")
-    desk.release()
-    assert isinstance(driving.join(), LeaseLost)
+    thread_id = cancelled_in_its_call(rt, desk, "durable")
     [effect] = rt.history(thread_id)["effects"]
     assert effect["status"] == "applied"  # a late receipt: the booking landed
     rt.start_on_thread("durable", say("so, booked?"), thread_id=thread_id)
@@ -350,17 +339,13 @@ def test_a_run_cancelled_before_it_began_does_not_hide_the_stopped_one(
     # the answer follows its call, before the next human message
     assert [m.type for m in found] == ["human", "ai", "tool", "human", "ai"]
     assert "its run was cancelled" in str(answered(found).content)
-    desk.release()
-    assert isinstance(driving.join(), LeaseLost)
+    fenced_out(desk, driving)
 
 
 def test_the_answer_follows_its_call_when_a_failed_run_wrote_a_message_after_it(
     rt: Runtime, desk: BookingDesk
 ) -> None:
-    thread_id, driving = start_booking(rt, desk, "react")
-    rt.cancel(thread_id, by="ops", reason="too slow")
-    desk.release()
-    assert isinstance(driving.join(), LeaseLost)
+    thread_id = cancelled_in_its_call(rt, desk, "react")
     # a message written after the stopped call, by a run that failed without answering it
     token = parts(rt).registry.get(thread_id).lease_token
     config = graph_config(thread_id, lease_token=token)
@@ -380,11 +365,10 @@ def test_two_identical_calls_are_each_answered_with_their_own_effect(
 ) -> None:
     thread_id = rt.create_thread().thread_id
     rt.start_on_thread("twins", say("book me two trips"), thread_id=thread_id)
-    driving = Driving(rt, thread_id)
+    driving = Background(lambda: rt.run(thread_id).state)
     wait_until(lambda: desk.held() == 2, "both booking calls at the provider")
     rt.cancel(thread_id, by="ops", reason="too slow")
-    desk.release()
-    assert isinstance(driving.join(), LeaseLost)
+    fenced_out(desk, driving)
     rt.start_on_thread("twins", say("so?"), thread_id=thread_id)
     assert rt.run(thread_id).state == "done"
     found = messages(rt, "twins", thread_id)

@@ -17,6 +17,7 @@ from langgraph.types import Send
 import waystone
 from tests.support.chain import chain
 from tests.support.fanout import find_refund, refund
+from tests.support.rows import effects
 from waystone.config import Settings
 from waystone.effects import http
 from waystone.examples.provider import ProviderProcess
@@ -33,11 +34,7 @@ def _statuses(database_url: str) -> list[str]:
     """The status of each effect of the thread of the node that asks, by key."""
     thread_id = get_config()["configurable"]["thread_id"]
     with psycopg.connect(database_url, autocommit=True) as conn:
-        rows = conn.execute(
-            "SELECT status FROM waystone.effects WHERE thread_id = %s ORDER BY key",
-            (thread_id,),
-        ).fetchall()
-    return [status for (status,) in rows]
+        return [status for (status,) in effects(conn, thread_id, "status", order="key")]
 
 
 def test_a_subgraphs_effects_are_recorded_applied_before_the_subgraph_ends(

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
+from psycopg import sql as pgsql
 
 
 def one(sql: psycopg.Connection[Any], query: str, *params: Any) -> Any:
@@ -24,6 +25,27 @@ def lease_expired(sql: psycopg.Connection[Any], thread_id: str) -> bool:
     """Whether the lease on the thread's run has run out (by the database's clock)."""
     query = "SELECT lease_expires_at < clock_timestamp() FROM waystone.runs WHERE thread_id = %s"
     return bool(one(sql, query, thread_id))
+
+
+def lock_waits(sql: psycopg.Connection[Any], like: str = "%") -> int:
+    """How many statements whose text is ``like`` wait on a lock now."""
+    query = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE %s"
+    return int(one(sql, query, like))
+
+
+def effects(
+    sql: psycopg.Connection[Any],
+    thread_id: str,
+    *columns: str,
+    order: str = "ordinal",
+) -> list[tuple[Any, ...]]:
+    """Those ``columns`` (tool, status, attempts unless named) of each of the thread's
+    effects, in ``order``."""
+    query = pgsql.SQL("SELECT {} FROM waystone.effects WHERE thread_id = %s ORDER BY {}").format(
+        pgsql.SQL(", ").join(map(pgsql.Identifier, columns or ("tool", "status", "attempts"))),
+        pgsql.Identifier(order),
+    )
+    return sql.execute(query, (thread_id,)).fetchall()
 
 
 def writes(sql: psycopg.Connection[Any], thread_id: str) -> tuple[Any, ...]:
