@@ -30,7 +30,7 @@ import waystone
 from tests.conftest import ROOT
 from tests.support.chain import chain
 from tests.support.inside import parts
-from tests.support.scan import scan
+from tests.support.scan import assert_sealed
 from waystone import BadInput, Runtime, Settings, WaystoneSaver
 
 EMAIL = "ana.lopez@example.com"
@@ -162,11 +162,8 @@ def _check_typed_run(saver: WaystoneSaver, database_url: str) -> None:
         _assert_typed(snapshot.values)
 
     with psycopg.connect(database_url, autocommit=True) as conn:
-        kinds = conn.execute(
-            "SELECT DISTINCT type FROM checkpoint_blobs WHERE thread_id = 'typed'"
-        ).fetchall()
-        assert kinds and all(k[0].startswith("sealed+") for k in kinds), kinds
-        assert scan(conn, [EMAIL]) == []
+        kinds = "SELECT DISTINCT type FROM checkpoint_blobs WHERE thread_id = 'typed'"
+        assert_sealed(conn, kinds, [EMAIL])
 
 
 def test_a_users_state_types_come_back_redacted_and_sealed(database_url: str, sealed: None) -> None:
@@ -367,8 +364,5 @@ def test_the_async_saver_is_built_as_langgraphs_async_saver(
 
     asyncio.run(run())
     with psycopg.connect(database_url, autocommit=True) as conn:
-        kinds = conn.execute(
-            "SELECT DISTINCT type FROM checkpoint_blobs WHERE thread_id = 'typed-async'"
-        ).fetchall()
-        assert kinds and all(k[0].startswith("sealed+") for k in kinds), kinds
-        assert scan(conn, [EMAIL]) == []
+        kinds = "SELECT DISTINCT type FROM checkpoint_blobs WHERE thread_id = 'typed-async'"
+        assert_sealed(conn, kinds, [EMAIL])

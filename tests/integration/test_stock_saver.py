@@ -27,7 +27,7 @@ from psycopg_pool import AsyncConnectionPool
 from typing_extensions import TypedDict
 
 from tests.support.chain import chain
-from tests.support.scan import scan
+from tests.support.scan import assert_sealed
 from waystone import AsyncWaystoneSaver, BadInput, Settings, WaystoneSaver
 
 KEY = "4d" * 32
@@ -353,11 +353,8 @@ async def _arun_all(saver: Any, tag: str) -> None:
 def _all_sealed(database_url: str) -> None:
     """Every blob and write sealed; no column holds the planted value in plain text."""
     with psycopg.connect(database_url, autocommit=True) as conn:
-        kinds = conn.execute(
-            "SELECT type FROM checkpoint_blobs UNION SELECT type FROM checkpoint_writes"
-        ).fetchall()
-        assert kinds and all(k[0].startswith("sealed+") for k in kinds), kinds
-        assert scan(conn, [PLANTED]) == []
+        kinds = "SELECT type FROM checkpoint_blobs UNION SELECT type FROM checkpoint_writes"
+        assert_sealed(conn, kinds, [PLANTED])
 
 
 def test_langgraphs_state_types_come_back_as_themselves_with_no_option_set(
