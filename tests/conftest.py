@@ -212,6 +212,15 @@ def rt(
         yield made
 
 
+ENCRYPTION_KEY = "3c" * 32  # WAYSTONE_ENCRYPTION_KEY of the tests that seal
+
+
+@pytest.fixture
+def sealed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Encryption at rest on, as for the runtime: the key in the environment."""
+    monkeypatch.setenv("WAYSTONE_ENCRYPTION_KEY", ENCRYPTION_KEY)
+
+
 @pytest.fixture
 def gates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The folder a gated run (tests.support.gated) notes in and waits on, for every process."""

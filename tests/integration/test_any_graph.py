@@ -23,6 +23,7 @@ from tests.support.graphs import (
     two_questions_graph,
 )
 from tests.support.inside import parts
+from tests.support.outputs import ok
 from tests.support.rows import effects
 from waystone import Runtime, Settings
 from waystone.errors import BadInput, LeaseLost, TransitionNotAllowed
@@ -232,14 +233,9 @@ def graph_cli(database_url: str, tmp_path: Any) -> Cli:
     return cli
 
 
-def _json(done: Any) -> Any:
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
-
-
 def test_three_messages_on_one_thread_from_three_processes(graph_cli: Cli) -> None:
     for n, text in enumerate(["one", "two", "three"], start=1):
-        started = _json(
+        started = ok(
             graph_cli(
                 "start",
                 "--graph",
@@ -252,8 +248,8 @@ def test_three_messages_on_one_thread_from_three_processes(graph_cli: Cli) -> No
             )
         )
         assert (started["state"], started["run_number"]) == ("queued", n)
-        assert _json(graph_cli("run", "chat-cli", "--json"))["state"] == "done"
-    history = _json(graph_cli("history", "chat-cli", "--json"))
+        assert ok(graph_cli("run", "chat-cli", "--json"))["state"] == "done"
+    history = ok(graph_cli("history", "chat-cli", "--json"))
     assert [(r["run"], r["state"]) for r in history["runs"]] == [
         (1, "done"),
         (2, "done"),
@@ -264,7 +260,7 @@ def test_three_messages_on_one_thread_from_three_processes(graph_cli: Cli) -> No
 
 
 def test_a_start_on_a_busy_thread_exits_4(graph_cli: Cli) -> None:
-    _json(
+    ok(
         graph_cli(
             "start",
             "--graph",
@@ -284,13 +280,13 @@ def test_a_start_on_a_busy_thread_exits_4(graph_cli: Cli) -> None:
 
 
 def test_resume_from_another_process_continues_the_run(graph_cli: Cli) -> None:
-    waiting = _json(graph_cli("start", "--graph", "ask", "--json", "--input", '{"question": "q"}'))
+    waiting = ok(graph_cli("start", "--graph", "ask", "--json", "--input", '{"question": "q"}'))
     thread_id = waiting["thread_id"]
-    waiting = _json(graph_cli("run", thread_id, "--json"))
+    waiting = ok(graph_cli("run", thread_id, "--json"))
     assert [i["value"] for i in waiting["interrupts"]] == [{"question": "q"}]
     shown = graph_cli("status", thread_id)
     assert "interrupt" in shown.stdout and "waystone resume" in shown.stdout
-    done = _json(graph_cli("resume", thread_id, "--value", '"green"', "--run", "--json"))
+    done = ok(graph_cli("resume", thread_id, "--value", '"green"', "--run", "--json"))
     assert done["state"] == "done"
 
 

@@ -34,7 +34,6 @@ from tests.support.scan import assert_sealed
 from waystone import BadInput, Runtime, Settings, WaystoneSaver
 
 EMAIL = "ana.lopez@example.com"
-KEY = "3c" * 32
 
 
 class Order(pydantic.BaseModel):
@@ -134,12 +133,6 @@ def test_from_conn_string_sets_up_an_empty_database_and_runs_as_the_stock_saver(
         assert _counting_graph(again).get_state({"configurable": {"thread_id": "t-1"}}).values == (
             result
         )
-
-
-@pytest.fixture
-def sealed(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Encryption at rest on, as for the runtime: the key in the environment."""
-    monkeypatch.setenv("WAYSTONE_ENCRYPTION_KEY", KEY)
 
 
 def _check_typed_run(saver: WaystoneSaver, database_url: str) -> None:

@@ -26,18 +26,13 @@ from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 from typing_extensions import TypedDict
 
+from tests.conftest import ENCRYPTION_KEY
 from tests.support.chain import chain
 from tests.support.scan import assert_sealed
 from waystone import AsyncWaystoneSaver, BadInput, Settings, WaystoneSaver
 
-KEY = "4d" * 32
 CHANNEL = "items"
 PLANTED = "plainly-planted-value-7f3a"
-
-
-@pytest.fixture
-def sealed(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WAYSTONE_ENCRYPTION_KEY", KEY)
 
 
 def _connect(url: str) -> psycopg.Connection[Any]:
@@ -231,7 +226,7 @@ def test_the_async_delta_history_returns_what_the_stock_saver_returns(
     with psycopg.connect(database_url, autocommit=True) as conn:
         stocks = [r[0] for r in conn.execute("SELECT DISTINCT thread_id FROM checkpoints")]
     if sealing:
-        monkeypatch.setenv("WAYSTONE_ENCRYPTION_KEY", KEY)
+        monkeypatch.setenv("WAYSTONE_ENCRYPTION_KEY", ENCRYPTION_KEY)
     assert asyncio.run(ours()) == theirs
     assert theirs[3] == ("<none>", ["w0", "w1", "w2"])  # the inline None
     assert theirs[0] == (42, ["w1", "w2"])
