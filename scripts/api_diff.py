@@ -103,7 +103,7 @@ nested = parent.compile()
 """
 
 
-# Where Waystone differs on purpose (the README says so): what it answers instead.
+# Where Waystone differs on purpose (docs/api.md says so): what it answers instead.
 KNOWN = {
     "run keys": "no langsmith_session_name: Waystone has no LangSmith tracing project",
     "runs": "a resume is the same Waystone run going on, not a run of its own",

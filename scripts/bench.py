@@ -294,7 +294,9 @@ def per_step_costs(
             "langgraph_no_checkpointer": lambda: langgraph_in_process(False),
         }
         samples = {name: make() for name, make in makers.items() if name in wanted}
-        rt = stack.enter_context(Runtime(Settings(database_url=url), graphs={GRAPH: five_nodes()}))
+        rt = stack.enter_context(
+            Runtime(Settings(database_url=url), graphs={GRAPH: five_nodes()}, migrate=True)
+        )
         on_runtime: dict[str, Callable[[], Sample]] = {
             "waystone": lambda: waystone(rt),
             "waystone_start_run": lambda: waystone(rt, invoke=False),
@@ -328,7 +330,7 @@ def throughput(url: str, workers: int, runs: int) -> float:
         "WAYSTONE_AGENTS": "bench_storage:one_action",
         "PYTHONPATH": str(Path(__file__).resolve().parent),
     }
-    with Runtime(Settings(database_url=url), agents={spec.name: spec}) as rt:
+    with Runtime(Settings(database_url=url), agents={spec.name: spec}, migrate=True) as rt:
         procs = [
             subprocess.Popen(
                 [sys.executable, "-m", "waystone", "worker", "--poll-seconds", "60"],
@@ -402,7 +404,7 @@ def takeover_latency(url: str) -> float:
         "PYTHONPATH": str(Path(__file__).resolve().parent),
     }
     spec = bench_storage.agent(1)
-    with Runtime(Settings(database_url=url), agents={spec.name: spec}) as rt:
+    with Runtime(Settings(database_url=url), agents={spec.name: spec}, migrate=True) as rt:
         thread_id = rt.start(spec.name, {}).thread_id
         victim = subprocess.Popen(
             [sys.executable, "-m", "waystone", "worker", "--lease-seconds", "2"],

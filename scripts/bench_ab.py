@@ -36,6 +36,8 @@ import dataclasses, json, statistics, sys, time
 sys.path.insert(0, "scripts")
 import bench_storage
 from waystone import Runtime, Settings
+from waystone._db.database import Database
+from waystone._db.migrations import migrate
 import psycopg
 url, n, actions, marginal = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
 spec = bench_storage.agent(actions)
@@ -50,6 +52,9 @@ def timed(conn, name):
     return elapsed, (conn.execute(COUNT, (done.thread_id,)).fetchone()[0] if marginal else 0)
 
 agents = {spec.name: spec, one.name: one}
+db = Database.open(Settings(database_url=url))  # a new database: both checkouts migrate so
+migrate(db)
+db.close()
 with Runtime(Settings(database_url=url), agents=agents) as rt, psycopg.connect(url) as conn:
     for _ in range(30):
         rt.invoke(spec.name, {})

@@ -31,6 +31,7 @@ INPUT = {"order_id": "1001", "amount": "120.00", "currency": "EUR", "email": "an
 def waiting_run() -> str:
     """A refund run waiting for its approval; its thread id."""
     from waystone import Runtime, Settings
+    from waystone.cli.agents import default_agents
     from waystone.examples.provider import ProviderProcess
 
     with (
@@ -38,7 +39,7 @@ def waiting_run() -> str:
         ProviderProcess.start(Path(tmp) / "p.sqlite3") as provider,
     ):
         os.environ["WAYSTONE_PAYMENTS_URL"] = provider.url
-        with Runtime(Settings.from_env()) as rt:
+        with Runtime(Settings.from_env(), default_agents) as rt:
             os.environ.setdefault("WAYSTONE_DATABASE_URL", rt._parts.db.url)
             status = rt.invoke("refund", INPUT)
     if status.state != "waiting":

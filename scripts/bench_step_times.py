@@ -80,7 +80,7 @@ def _median_ms(do: Any, repeat: int) -> float:
 
 
 def measure(url: str, runs: int, repeat: int) -> dict[str, Any]:
-    with Runtime(Settings(database_url=url), graphs={"trip": agent()}) as rt:
+    with Runtime(Settings(database_url=url), graphs={"trip": agent()}, migrate=True) as rt:
         ask = {"messages": [{"role": "user", "content": "a trip"}]}
         threads = [rt.invoke("trip", ask).thread_id for _ in range(runs)]
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from waystone import Runtime, Settings
+from waystone.cli.agents import default_agents
 from waystone.examples.provider import ProviderProcess
 
 AGENTS = "waystone.examples.settlement:settled"
@@ -72,7 +73,7 @@ def measure(samples: int) -> dict[str, Any]:
         ProviderProcess.start(Path(tmp) / "p.sqlite3") as provider,
     ):
         os.environ["WAYSTONE_PAYMENTS_URL"] = provider.url
-        with Runtime(Settings.from_env()) as rt:
+        with Runtime(Settings.from_env(), default_agents) as rt:
             env = {**os.environ, "WAYSTONE_DATABASE_URL": rt._parts.db.url}
             worker = subprocess.Popen(
                 [sys.executable, "-m", "waystone", "worker", "--poll-seconds", "60"],

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from waystone import Runtime, Settings
+from waystone.cli.agents import default_agents
 from waystone.errors import TransitionNotAllowed
 from waystone.examples.provider import ProviderProcess
 
@@ -142,7 +143,7 @@ def main() -> int:
         ProviderProcess.start(Path(tmp) / "p.sqlite3") as provider,
     ):
         os.environ["WAYSTONE_PAYMENTS_URL"] = provider.url
-        with Runtime(Settings.from_env()) as rt:
+        with Runtime(Settings.from_env(), default_agents) as rt:
             out = args.worker_log or Path(tmp) / "worker.out"
             with out.open("w") as sink:
                 worker = subprocess.Popen(

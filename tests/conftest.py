@@ -21,6 +21,7 @@ from tests.support.stopped_agent import URL_VARIABLE, BookingDesk, booking_desk
 from waystone._db import embedded
 from waystone._db.database import Database
 from waystone._db.migrations import migrate
+from waystone.cli.agents import default_agents
 from waystone.config import Settings
 from waystone.examples.provider import ProviderProcess
 from waystone.runtime import Runtime
@@ -118,7 +119,7 @@ def provider(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Provid
 
 @pytest.fixture
 def runtime(database_url: str) -> Iterator[Runtime]:
-    with Runtime(Settings(database_url=database_url)) as rt:
+    with Runtime(Settings(database_url=database_url), default_agents) as rt:
         yield rt
 
 

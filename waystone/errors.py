@@ -81,6 +81,13 @@ class DatabaseUnavailable(WaystoneError):
     retryable = True
 
 
+class SchemaBehind(DatabaseUnavailable):
+    """The database's schema is older than this Waystone's: ``waystone migrate`` brings it
+    up to date (exit 6, as a database that cannot be reached)."""
+
+    retryable = False
+
+
 class RunStopped(WaystoneError):
     """The run a command drove ended ``failed`` or ``needs-human`` (exit 7): it is stored
     and can be requeued; the command did its job, the run did not reach its goal."""

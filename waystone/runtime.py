@@ -17,7 +17,6 @@ from contextlib import contextmanager
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from waystone._runs import driver
 from waystone._runs import options as run_options
 from waystone._runs.catalog import Catalog
 from waystone._runs.commands import Commands
@@ -29,6 +28,7 @@ from waystone._runs.multitask import Multitask, pending_status
 from waystone._runs.options import RunOptions
 from waystone._runs.parts import Parts
 from waystone._runs.registry import Run
+from waystone._runs.run_config import graph_config
 from waystone._runs.settle import settle
 from waystone._runs.signals import RESUME
 from waystone._runs.status import RunStatus as RunStatus
@@ -52,37 +52,36 @@ if TYPE_CHECKING:
     from waystone._runs.catalog import Preset
 
 
-def _default_agents() -> Mapping[str, Preset]:
-    from waystone.preset._agents import default_agents
-
-    return default_agents()
-
-
 class Runtime:
     """Start, drive, approve and inspect runs. Close it (or use ``with``) when done.
 
-    ``agents``: the preset's agents (:class:`~waystone.AgentSpec`) by name (by default the
-    examples, and those ``WAYSTONE_AGENTS`` names); ``graphs``: your own graphs by name
-    (by default those ``WAYSTONE_GRAPHS`` names). ``tools``: ``"ledger"`` (the default,
-    or ``WAYSTONE_TOOLS``) makes every call of your graphs' ``ToolNode`` s go through the
-    effect ledger (at most once for a tool that declares nothing, docs/tools.md);
-    ``"as-is"`` calls them as LangGraph does.
+    ``agents``: the preset's agents (:class:`~waystone.AgentSpec`) by name, or a function
+    giving them on first use; none by default (the demo's refund agent is
+    ``agents={"refund": refund.build()}``, ``refund`` from ``waystone.examples``; the
+    command line passes it, and those ``WAYSTONE_AGENTS`` names). ``graphs``: your own
+    graphs by name (by default those ``WAYSTONE_GRAPHS`` names). ``tools``: ``"ledger"``
+    (the default, or ``WAYSTONE_TOOLS``) makes every call of your graphs' ``ToolNode`` s go
+    through the effect ledger (at most once for a tool that declares nothing,
+    docs/tools.md); ``"as-is"`` calls them as LangGraph does. ``migrate``: bring the
+    database's schema up to date first (by default only the embedded database is; a
+    database behind is refused with an error naming ``waystone migrate``).
     """
 
     def __init__(
         self,
         settings: Settings | None = None,
-        agents: Mapping[str, Preset] | None = None,
+        agents: Mapping[str, Preset] | Callable[[], Mapping[str, Preset]] | None = None,
         *,
         graphs: Mapping[str, GraphSource] | None = None,
         database_url: str | None = None,
         tools: str | None = None,
+        migrate: bool | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env(database_url=database_url)
         if tools is not None:
             self.settings = dataclasses.replace(self.settings, tools=check_tools(tools))
-        self._parts = Parts(self.settings)
-        self._catalog = Catalog(self._parts, agents, graphs, _default_agents)
+        self._parts = Parts(self.settings, migrate)
+        self._catalog = Catalog(self._parts, agents, graphs)
         self._commands = Commands(self._parts, self._catalog)
         self._drives = Drives(self._parts, self._catalog)
         self._views = Views(self._parts, self._catalog)
@@ -134,7 +133,7 @@ class Runtime:
         return self._catalog.entry(name).graph
 
     def config(self, thread_id: str) -> RunnableConfig:
-        return driver.graph_config(thread_id)
+        return graph_config(thread_id)
 
     # -- starting and driving -------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -98,3 +99,15 @@ def trip_cli(cli: Cli) -> Cli:
     """The command, knowing the trip agents of ``tests.support.safe_graphs``."""
     cli.env["WAYSTONE_GRAPHS"] = TRIP_GRAPHS
     return cli
+
+
+@pytest.fixture
+def new_directory(tmp_path: Path, database_url: str) -> Iterator[tuple[Path, dict[str, str]]]:
+    """A directory of its own, and a user's environment, for the pages' commands and
+    blocks: no WAYSTONE_HOME (the default, ./.waystone, holds the vault key and the
+    provider's file) and no provider URL."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WAYSTONE_")}
+    env["WAYSTONE_DATABASE_URL"] = database_url  # in place of the embedded server
+    env["WAYSTONE_ACTOR"] = "ana"
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    yield tmp_path, env

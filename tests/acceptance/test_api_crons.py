@@ -5,7 +5,6 @@ nothing made; a deleted cron starts no more runs."""
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from datetime import datetime
@@ -18,6 +17,7 @@ from langgraph_sdk.client import SyncLangGraphClient
 
 from tests.conftest import ROOT, Cli, wait_until
 from tests.support.api import ApiSetup, api_server
+from tests.support.blocks import block
 from tests.support.graphs import ASSIST
 from tests.support.rows import cron_runs
 
@@ -117,15 +117,14 @@ def test_a_cron_on_a_thread_that_does_not_exist_is_refused(
     assert sql.execute("SELECT count(*) FROM waystone.crons").fetchone() == (1,)
 
 
-def test_the_readme_cron_example_runs_as_written(cli: Cli) -> None:
-    """The README's crons example, against a server with the README's graph and token."""
-    readme = (ROOT / "README.md").read_text()
-    block = re.search(r"\*\*Crons\*\*.*?```py\n(.*?)```", readme, re.DOTALL)
-    assert block is not None
+def test_the_docs_cron_example_runs_as_written(cli: Cli) -> None:
+    """The crons example of docs/api.md, against a server with the README's graph and
+    token."""
+    example = block("docs/api.md", "Crons", "py").code
     graphs = "support=waystone.examples.support:builder"
     env = {**cli.env, "WAYSTONE_GRAPHS": graphs, "WAYSTONE_API_TOKEN": "s3cret"}
     with api_server(env) as url:
-        code = block.group(1).replace("http://127.0.0.1:2024", url)
+        code = example.replace("http://127.0.0.1:2024", url)
         done = subprocess.run(
             [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
         )

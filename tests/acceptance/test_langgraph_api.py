@@ -5,6 +5,7 @@ second message on the same thread; refusals that change nothing."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -12,11 +13,15 @@ import psycopg
 import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
+from starlette.routing import Route
 
 from tests.support.api import TOKEN, ApiSetup
 from tests.support.chat import say, texts
 from tests.support.graphs import ASSIST
 from tests.support.scan import row_counts
+from waystone import Runtime
+from waystone.web import create_app
+from waystone.web.replies import kind_of
 
 
 @pytest.fixture
@@ -157,7 +162,7 @@ def test_a_refused_run_on_a_thread_it_would_make_makes_no_row(
     api: str, sql: psycopg.Connection[Any]
 ) -> None:
     bad = {
-        "no assistant_id": ({"input": say("x")}, 400),
+        "no assistant_id": ({"input": say("x")}, 422),
         "an unknown graph": ({"assistant_id": "nothing-by-that-name", "input": say("x")}, 404),
         "no input": ({"assistant_id": "assist"}, 400),
         "a wrong strategy": (
@@ -187,3 +192,105 @@ def test_a_refused_run_on_a_thread_it_would_make_makes_no_row(
     with get_sync_client(url=api, api_key=TOKEN) as lg:  # a good one still makes its thread
         streamed = list(lg.runs.stream(None, "assist", input=say("z"), stream_mode="values"))
     assert texts(streamed[-1].data) == ["z", "echo z"]
+
+
+Call = Callable[[SyncLangGraphClient, str, str], object]
+YEARLY = "0 0 1 1 *"
+# Each route of the API that takes a body, with a call of the SDK that sends a wrong one,
+# and the field that is wrong.
+MALFORMED: dict[tuple[str, str], tuple[Call, str]] = {
+    ("POST", "/assistants/search"): (lambda lg, t, c: lg.assistants.search(limit="9"), "limit"),
+    ("POST", "/threads"): (
+        lambda lg, t, c: lg.threads.create(if_exists="sometimes"),  # type: ignore[arg-type]
+        "if_exists",
+    ),
+    ("POST", "/threads/search"): (lambda lg, t, c: lg.threads.search(status="asleep"), "status"),  # type: ignore[arg-type]
+    ("PATCH", "/threads/{thread_id}"): (
+        lambda lg, t, c: lg.threads.update(t, metadata="x"),  # type: ignore[arg-type]
+        "metadata",
+    ),
+    ("POST", "/threads/{thread_id}/state"): (
+        lambda lg, t, c: lg.threads.update_state(t, say("x"), as_node=7),  # type: ignore[arg-type]
+        "as_node",
+    ),
+    ("POST", "/threads/{thread_id}/state/checkpoint"): (
+        lambda lg, t, c: lg.threads.get_state(t, checkpoint={"checkpoint_ns": ""}),
+        "checkpoint.checkpoint_id",
+    ),
+    ("POST", "/threads/{thread_id}/history"): (
+        lambda lg, t, c: lg.threads.get_history(t, limit="9"),  # type: ignore[arg-type]
+        "limit",
+    ),
+    ("POST", "/threads/{thread_id}/runs"): (
+        lambda lg, t, c: lg.runs.create(t, 7, input=say("x")),  # type: ignore[arg-type]
+        "assistant_id",
+    ),
+    ("POST", "/threads/{thread_id}/runs/wait"): (
+        lambda lg, t, c: lg.runs.wait(t, "assist", input=say("x"), if_not_exists="maybe"),  # type: ignore[arg-type]
+        "if_not_exists",
+    ),
+    ("POST", "/threads/{thread_id}/runs/stream"): (
+        lambda lg, t, c: list(lg.runs.stream(t, "assist", input=say("x"), stream_subgraphs="y")),  # type: ignore[arg-type]
+        "stream_subgraphs",
+    ),
+    ("POST", "/runs/wait"): (
+        lambda lg, t, c: lg.runs.wait(None, "assist", input=say("x"), interrupt_before=5),  # type: ignore[arg-type]
+        "interrupt_before",
+    ),
+    ("POST", "/runs/stream"): (
+        lambda lg, t, c: list(lg.runs.stream(None, "assist", input=say("x"), feedback_keys="k")),  # type: ignore[arg-type]
+        "feedback_keys",
+    ),
+    ("POST", "/runs/crons"): (
+        lambda lg, t, c: lg.crons.create("assist", schedule=YEARLY, enabled="yes"),  # type: ignore[arg-type]
+        "enabled",
+    ),
+    ("POST", "/threads/{thread_id}/runs/crons"): (
+        lambda lg, t, c: lg.crons.create_for_thread(t, "assist", schedule=YEARLY, metadata="x"),  # type: ignore[arg-type]
+        "metadata",
+    ),
+    ("POST", "/runs/crons/search"): (
+        lambda lg, t, c: lg.crons.search(sort_by="whenever"),  # type: ignore[arg-type]
+        "sort_by",
+    ),
+    ("POST", "/runs/crons/count"): (
+        lambda lg, t, c: lg.crons.count(thread_id=5),  # type: ignore[arg-type]
+        "thread_id",
+    ),
+    ("PATCH", "/runs/crons/{cron_id}"): (
+        lambda lg, t, c: lg.crons.update(c, enabled="yes"),  # type: ignore[arg-type]
+        "enabled",
+    ),
+}
+NO_BODY = {
+    ("POST", "/threads/{thread_id}/copy"),
+    ("POST", "/threads/{thread_id}/runs/{run_id}/cancel"),
+}
+
+
+def test_every_route_that_takes_a_body_is_tried_with_a_malformed_one(runtime: Runtime) -> None:
+    app = create_app(runtime, token=TOKEN)
+    taking = {
+        (method, route.path)
+        for route in app.routes
+        if isinstance(route, Route) and kind_of(route.path, "POST") == "langgraph"
+        for method in route.methods or ()
+        if method in ("POST", "PATCH")
+    }
+    assert taking - NO_BODY == set(MALFORMED)
+
+
+@pytest.mark.parametrize("route", list(MALFORMED), ids=" ".join)
+def test_a_malformed_body_answers_422_naming_the_field(
+    lg: SyncLangGraphClient, sql: psycopg.Connection[Any], route: tuple[str, str]
+) -> None:
+    thread_id = lg.threads.create()["thread_id"]
+    cron_id = lg.crons.create("assist", schedule=YEARLY, input=say("x"))["cron_id"]
+    before = row_counts(sql)
+    call, field = MALFORMED[route]
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        call(lg, thread_id, cron_id)
+    assert refused.value.response.status_code == 422
+    detail = refused.value.response.json()["detail"]
+    assert f"{field}: " in detail, detail
+    assert row_counts(sql) == before

@@ -19,6 +19,7 @@ import pytest
 from tests.conftest import REFUND_INPUT, ROOT, wait_until
 from waystone import Runtime, Settings
 from waystone._db import embedded
+from waystone.cli.agents import default_agents
 from waystone.examples.provider import ProviderProcess
 
 OUTAGE_S = 5.0  # the length of the outage under test, not a wait for something to happen
@@ -53,7 +54,7 @@ def test_workers_survive_a_postgres_restart(
     own_server: tuple[Path, str], provider: ProviderProcess, tmp_path: Path
 ) -> None:
     home, url = own_server
-    with Runtime(Settings(database_url=url)) as rt:
+    with Runtime(Settings(database_url=url), default_agents, migrate=True) as rt:  # a new db
         for i in range(10):
             rt.start("refund", {**REFUND_INPUT, "amount": "40.00", "order_id": f"r{i}"})
     provider.inject("refunds", "slow", times=10, delay_s=0.5)

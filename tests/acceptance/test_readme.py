@@ -1,97 +1,67 @@
-"""The README runs as written. Its tour is typed, line by line, in a new directory (each
-command a new process; the line ending in ``&`` in the background), and ends ``done``;
-every line of output the README shows is printed. Each ``python`` block runs in a new
-interpreter. Only the test's own plumbing is substituted: the thread id the tour's
-``start`` prints, a free port for the provider's 8700 (the agent is told it, as
-``WAYSTONE_PAYMENTS_URL`` tells it), and the test's database for the embedded one."""
+"""The README runs as written, and so do the CLI's tour and the graph commands of the docs.
+The first command runs the demo on an embedded Postgres of its own. The tour is typed,
+line by line, in a new directory (each command a new process; the line ending in ``&`` in
+the background), and ends ``done``; every line of output the page shows is printed. Only
+the test's own plumbing is substituted: the thread id the tour's ``start`` prints, a free
+port for the provider's 8700 (the agent is told it, as ``WAYSTONE_PAYMENTS_URL`` tells
+it) and the API's 2024, and the test's database for the embedded one."""
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
-import socket
+import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+import tempfile
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import pytest
-
 from tests.conftest import ROOT
+from tests.support.blocks import Line, argv, block, blocks_of, console, free_port
 from waystone.examples import refund
-from waystone.examples.provider import ProviderProcess
 
-README = (ROOT / "README.md").read_text()
 EXAMPLE_ID = "refund-3f1c2a9d0b7e"
 TOUR_PORT = "8700"
 
 
-@dataclass
-class Line:
-    command: str
-    shown: list[str] = field(default_factory=list)  # the output the README shows under it
-
-
-def section(title: str) -> str:
-    start = README.index(f"\n## {title}\n")
-    end = README.find("\n## ", start + 1)
-    return README[start : end if end != -1 else None]
-
-
 def tour() -> list[Line]:
-    return console("A 30-second tour")
+    return console(block("docs/cli.md", "A 30-second tour", "console"))
 
 
-def console(title: str) -> list[Line]:
-    """The lines of the first console block under a heading, each with what it shows."""
-    block = re.search(r"```console\n(.*?)```", section(title), re.DOTALL)
-    assert block is not None
-    lines: list[Line] = []
-    for text in block.group(1).splitlines():
-        if text.startswith("$ "):
-            lines.append(Line(text[2:]))
-        else:
-            lines[-1].shown.append(text)
-    return lines
-
-
-def python_blocks() -> list[tuple[str, str]]:
-    """(the heading above it, the code) of every python block."""
-    found = []
-    for match in re.finditer(r"```python\n(.*?)```", README, re.DOTALL):
-        heading = re.findall(r"^## (.+)$", README[: match.start()], re.MULTILINE)[-1]
-        found.append((heading, match.group(1)))
-    return found
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def argv(words: list[str]) -> list[str]:
-    """The installed commands as this interpreter runs them."""
-    if words[0] == "waystone":
-        return [sys.executable, "-m", "waystone", *words[1:]]
-    if words[0] == "python3":
-        return [sys.executable, *words[1:]]
-    raise AssertionError(f"the tour runs only waystone and python3, not {words[0]}")
-
-
-@pytest.fixture
-def new_directory(tmp_path: Path, database_url: str) -> Iterator[tuple[Path, dict[str, str]]]:
-    """A directory of its own, and a user's environment: no WAYSTONE_HOME (the default,
-    ./.waystone, holds the vault key and the provider's file) and no provider URL."""
+def test_the_first_command_runs_the_demo_on_the_embedded_postgres() -> None:
+    """The README's first command after its install (the suite runs on that install, as
+    ``.ci/run`` makes it): the demo in a new directory with no database named, on the
+    embedded Postgres it starts under ``./.waystone``, answered as a script answers it."""
+    first = block("README.md", "Waystone", "bash")
+    assert first == blocks_of("README.md")[0]
+    [command] = [c for c in first.code.splitlines() if " && " in c]
+    install, _, demo = command.partition(" && ")
+    assert install == "python3 -m pip install -e ."
     env = {k: v for k, v in os.environ.items() if not k.startswith("WAYSTONE_")}
-    env["WAYSTONE_DATABASE_URL"] = database_url  # in place of the embedded server
-    env["WAYSTONE_ACTOR"] = "ana"
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    yield tmp_path, env
+    cwd = Path(tempfile.mkdtemp(prefix="ws-demo-", dir="/tmp"))  # short: a socket's path
+    try:
+        done = subprocess.run(
+            argv(shlex.split(demo)), cwd=cwd, env=env, input="", capture_output=True, text=True
+        )
+        assert done.returncode == 0, (done.stdout, done.stderr)
+        printed = done.stdout.splitlines()
+        data = cwd / ".waystone" / "pgdata"
+        assert printed[0].endswith(f"; database postgresql://postgres:@/postgres?host={data}")
+        assert "provider ledger: 1 refund(s), 1 notification(s)" in printed
+        thread_id = printed[1].split()[1].rstrip(":")
+        assert printed[-2:] == [
+            f"{thread_id}  done  (refund)",
+            "  reason: goal verified: all checks pass",
+        ]
+    finally:
+        stop = subprocess.run(
+            argv(["waystone", "db", "stop"]), cwd=cwd, env=env, capture_output=True, text=True
+        )
+        shutil.rmtree(cwd, ignore_errors=True)
+    assert stop.returncode == 0 and "stopped the server" in stop.stdout, stop.stderr
 
 
 def test_the_tour_uses_the_port_the_agent_looks_at() -> None:
@@ -99,7 +69,7 @@ def test_the_tour_uses_the_port_the_agent_looks_at() -> None:
     assert f"--port {TOUR_PORT} &" in tour()[0].command
 
 
-def test_the_readme_tour_typed_in_a_new_directory_ends_done(
+def test_the_tour_typed_in_a_new_directory_ends_done(
     new_directory: tuple[Path, dict[str, str]],
 ) -> None:
     cwd, env = new_directory
@@ -148,11 +118,12 @@ def test_the_readme_tour_typed_in_a_new_directory_ends_done(
             proc.stdout.close()
 
 
-def test_the_readme_graph_commands_run_as_written_twice(
+def test_the_graph_commands_run_as_written_twice(
     new_directory: tuple[Path, dict[str, str]],
 ) -> None:
     cwd, env = new_directory
-    for line in console("Bring your LangGraph graph") * 2:  # the second time: run 2
+    commands = console(block("docs/graphs.md", "From the command line", "console"))
+    for line in commands * 2:  # the second time: run 2
         words = shlex.split(line.command, comments=True)
         if words[0] == "export":
             name, _, value = words[1].partition("=")
@@ -170,8 +141,7 @@ def test_the_first_example_runs_twice_in_a_row(
 ) -> None:
     """The README's first example, as a user runs it again in the same database."""
     cwd, env = new_directory
-    code = python_blocks()[0][1]
-    assert python_blocks()[0][0] == "Bring your LangGraph graph"
+    code = block("README.md", "Bring your LangGraph graph", "python").code
     for _ in range(2):
         done = subprocess.run(
             [sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True
@@ -186,10 +156,9 @@ def test_the_readme_langgraph_json_names_the_graphs(
 ) -> None:
     """The README's langgraph.json, in a new directory beside the file it names."""
     cwd, env = new_directory
-    block = re.search(r"```json\n(.*?)```", section("Bring your LangGraph graph"), re.DOTALL)
-    assert block is not None
-    (cwd / "langgraph.json").write_text(block.group(1))
-    graphs = json.loads(block.group(1))["graphs"]
+    given = block("README.md", "Bring your LangGraph graph", "json").code
+    (cwd / "langgraph.json").write_text(given)
+    graphs = json.loads(given)["graphs"]
     assert graphs == {"support": "./agent.py:builder"}
     (cwd / "agent.py").write_text("from waystone.examples.support import builder\n")
     ask = json.dumps({"question": "hi"})
@@ -200,29 +169,6 @@ def test_the_readme_langgraph_json_names_the_graphs(
         assert f"t-1  {shown}  (support)" in done.stdout.splitlines(), done.stdout
 
 
-@pytest.mark.parametrize(
-    "code", [code for _, code in python_blocks()], ids=[h for h, _ in python_blocks()]
-)
-def test_a_readme_python_block_runs(
-    code: str, new_directory: tuple[Path, dict[str, str]], provider: ProviderProcess
-) -> None:
-    cwd, env = new_directory
-    env["WAYSTONE_PAYMENTS_URL"] = provider.url
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
-
-
-def test_the_python_blocks_are_found() -> None:
-    headings = [h for h, _ in python_blocks()]
-    assert {
-        "Bring your LangGraph graph",
-        "From Python and notebooks",
-        "Plug in a model and a tool",
-    } <= set(headings)
-
-
 def test_the_readme_langgraph_api_section_runs_as_written(
     new_directory: tuple[Path, dict[str, str]],
 ) -> None:
@@ -231,7 +177,7 @@ def test_the_readme_langgraph_api_section_runs_as_written(
     port = str(free_port())
     background: list[subprocess.Popen[str]] = []
     try:
-        for line in console("The LangGraph server API"):
+        for line in console(block("README.md", "The LangGraph server API", "console")):
             words = shlex.split(line.command.replace("--port 2024", f"--port {port}"))
             if words[0] == "export":
                 env.update(w.partition("=")[::2] for w in words[1:])
@@ -244,9 +190,8 @@ def test_the_readme_langgraph_api_section_runs_as_written(
             if line.shown:
                 assert proc.stdout is not None
                 assert proc.stdout.readline().rstrip("\n") == line.shown[0].replace("2024", port)
-        block = re.search(r"```py\n(.*?)```", section("The LangGraph server API"), re.DOTALL)
-        assert block is not None
-        code = block.group(1).replace("127.0.0.1:2024", f"127.0.0.1:{port}")
+        client = block("README.md", "The LangGraph server API", "py").code
+        code = client.replace("127.0.0.1:2024", f"127.0.0.1:{port}")
         done = subprocess.run(
             [sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True
         )

@@ -137,11 +137,16 @@ def test_api_with_the_token(
         reply = served.request("POST", f"/api/runs/{tid}/approve", bad, token=TOKEN)
         assert reply.status == 400, (bad, reply.body)
         assert "error" in reply.json()
-    for bad_body in ({}, {"by": ""}, {"by": 3}, {"by": "ana", "args": []}):
+    for bad_body, code in (
+        ({}, 422),
+        ({"by": ""}, 422),
+        ({"by": 3}, 422),
+        ({"by": "ana", "args": []}, 400),
+    ):
         reply = served.request("POST", f"/api/runs/{tid}/approve", bad_body, token=TOKEN)
-        assert reply.status == 400, (bad_body, reply.body)
+        assert reply.status == code, (bad_body, reply.body)
     reply = served.request("POST", f"/api/runs/{tid}/reject", {"by": "ana"}, token=TOKEN)
-    assert reply.status == 400  # a rejection needs a reason
+    assert reply.status == 422  # a rejection needs a reason
     reply = served.request("POST", f"/signals/{tid}/refund.settled", "{oops", token=TOKEN)
     assert reply.status == 400
     reply = served.request("POST", f"/signals/{tid}/approval", {}, token=TOKEN)
@@ -370,11 +375,12 @@ def test_dashboard_page_in_a_real_browser(
 
 SERVE = """
 import sys
+from waystone.cli.agents import default_agents
 from waystone.config import Settings
 from waystone.runtime import Runtime
 from waystone.web.serve import serve
 
-with Runtime(Settings(database_url=sys.argv[1])) as rt:
+with Runtime(Settings(database_url=sys.argv[1]), default_agents) as rt:
     serve(rt, "127.0.0.1", 0, sys.argv[2])
 print("stopped", flush=True)
 """

@@ -22,6 +22,7 @@ from tests.support.chain import chain
 from tests.support.graphs import chat_graph
 from tests.support.served import TOKEN, Served
 from waystone import Runtime, Settings
+from waystone.cli.agents import default_agents
 from waystone.examples.provider import ProviderProcess
 
 MARKUP = (
@@ -72,7 +73,7 @@ def marked(
     """A runtime with the graphs, and a run of each kind whose text holds MARKUP."""
     del provider
     graphs = {"marked": marked_graph(), "chat": chat_graph(), "called": called_graph()}
-    with Runtime(Settings(database_url=database_url), graphs=graphs) as rt:
+    with Runtime(Settings(database_url=database_url), default_agents, graphs=graphs) as rt:
         asked = rt.start("marked", {"question": MARKUP}, goal=MARKUP).thread_id
         assert rt.run(asked).state == "waiting"
         chat = rt.invoke("chat", {"messages": [{"role": "user", "content": MARKUP}]})

@@ -41,8 +41,9 @@ def killed_holding(
 CLAIMS_TWO_THEN_DIES = """
 import os, signal
 from waystone import Runtime
+from waystone.cli.agents import default_agents
 from waystone.config import Settings
-with Runtime(Settings.from_env(lease_seconds=900)) as rt:
+with Runtime(Settings.from_env(lease_seconds=900), default_agents) as rt:
     assert rt.claim() is not None and rt.claim() is not None
     os.kill(os.getpid(), signal.SIGKILL)
 """

@@ -26,6 +26,7 @@ from tests.support.inside import parts
 from tests.support.outputs import ok
 from tests.support.rows import effects
 from waystone import Runtime, Settings
+from waystone.cli.agents import default_agents
 from waystone.errors import BadInput, LeaseLost, TransitionNotAllowed
 from waystone.examples.provider import ProviderProcess
 
@@ -212,7 +213,8 @@ def test_the_preset_takes_one_run_per_thread(runtime: Runtime) -> None:
 
 def test_a_graph_and_an_agent_cannot_share_a_name(database_url: str) -> None:
     settings = Settings(database_url=database_url)
-    with Runtime(settings, graphs={"refund": chat_graph}) as runtime, pytest.raises(BadInput) as e:
+    refund_too = Runtime(settings, default_agents, graphs={"refund": chat_graph})
+    with refund_too as runtime, pytest.raises(BadInput) as e:
         runtime.names()
     assert "both as an agent and as a graph" in str(e.value)
 
@@ -224,6 +226,18 @@ def test_a_graph_that_is_not_one_is_refused_at_start(database_url: str) -> None:
     assert "register a StateGraph" in str(refused.value)
     with Runtime(settings) as runtime:
         assert runtime.list() == []
+
+
+def test_a_runtime_given_no_agents_says_what_to_pass(database_url: str) -> None:
+    """The demo's agent is the command line's: a notebook's runtime drives what it is given."""
+    from tests.conftest import REFUND_INPUT
+
+    with Runtime(Settings(database_url=database_url)) as runtime:
+        assert "refund" not in runtime.names()
+        with pytest.raises(BadInput) as told:
+            runtime.start("refund", REFUND_INPUT)
+    assert "unknown agent or graph 'refund'" in str(told.value)
+    assert 'Runtime(agents={"refund": refund.build()})' in str(told.value)
 
 
 @pytest.fixture
@@ -295,6 +309,7 @@ def test_bad_graph_input_exits_2(graph_cli: Cli) -> None:
     assert both.returncode == 2 and "one of --agent" in both.stderr
     unknown = graph_cli("start", "--graph", "nope", "--input", "{}")
     assert unknown.returncode == 2 and "unknown agent or graph 'nope'" in unknown.stderr
+    assert "refund" in unknown.stderr and "Runtime(" not in unknown.stderr  # the CLI has it
     broken = graph_cli("start", "--graph", "chat", "--input", "{}", env={"WAYSTONE_GRAPHS": "chat"})
     assert broken.returncode == 2 and "name=module:attribute" in broken.stderr
     value = graph_cli("resume", "some-thread", "--value", "{not json")

@@ -19,7 +19,7 @@ from waystone import Runtime, Settings
 from waystone._checkpointing.aio import AsyncWaystoneSaver, make_async_saver, open_async_pool
 from waystone._db.database import Database
 from waystone._privacy.vault import Vault
-from waystone._runs.driver import graph_config
+from waystone._runs.run_config import graph_config
 from waystone.errors import LeaseLost
 
 

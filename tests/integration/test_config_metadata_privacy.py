@@ -16,6 +16,7 @@ from tests.support.chain import chain
 from tests.support.inside import parts
 from tests.support.scan import scan
 from waystone import Runtime
+from waystone.cli.agents import default_agents
 from waystone.config import Settings
 from waystone.examples.provider import ProviderProcess
 
@@ -48,7 +49,7 @@ def test_configurable_and_metadata_values_reach_no_column_in_plain_form(
     del provider  # the refund agent's payments provider, found through the environment
     if key is not None:
         monkeypatch.setenv("WAYSTONE_ENCRYPTION_KEY", key)
-    with Runtime(Settings(database_url=database_url)) as rt:
+    with Runtime(Settings(database_url=database_url), default_agents) as rt:
         data = {
             **REFUND_INPUT,
             "email": EMAIL,

@@ -15,6 +15,7 @@ import pytest
 from tests.conftest import REFUND_INPUT, Cli
 from tests.support.rows import effects
 from waystone import Runtime, Settings
+from waystone.cli.agents import default_agents
 from waystone.examples.provider import ProviderProcess
 
 SMALL = {**REFUND_INPUT, "amount": "40.00"}  # under the approval threshold
@@ -27,7 +28,7 @@ def fast_runtime(database_url: str) -> Iterator[Runtime]:
         tool_timeouts={"refund": 1.0, "notify_customer": 1.0},
         tool_settle={"notify_customer": 1.0},  # how late the provider may apply a request
     )
-    with Runtime(settings) as rt:
+    with Runtime(settings, default_agents) as rt:
         yield rt
 
 

@@ -14,7 +14,8 @@ from tests.conftest import REFUND_INPUT, wait_until
 from tests.support.inside import parts
 from tests.support.notes import bench_storage, claimed
 from waystone import LeaseLost, Runtime, Settings
-from waystone._runs.leases import Heartbeats, LeaseGuard, lease_ok
+from waystone._checkpointing.lease_guards import LeaseGuard, lease_ok
+from waystone._runs.leases import Heartbeats
 from waystone._runs.registry import RunRegistry
 from waystone.effects._runner import EffectRunner
 from waystone.examples import refund

@@ -29,7 +29,7 @@ from tests.support.effect_graphs import (
     send_note,
 )
 from tests.support.inside import created_claimed, parts
-from waystone._runs.driver import graph_config
+from waystone._runs.run_config import graph_config
 from waystone.effects import deadline
 from waystone.effects.context import CONTEXT_KEY, EffectContext, without_ledger
 from waystone.effects.http import request

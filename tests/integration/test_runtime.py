@@ -378,7 +378,8 @@ def test_checkpoints_are_rows_read_back_from_a_fresh_process(
     code = (
         "import json, sys\n"
         "from waystone import Runtime, Settings\n"
-        f"rt = Runtime(Settings(database_url={database_url!r}))\n"
+        "from waystone.examples import refund\n"
+        f"rt = Runtime(Settings(database_url={database_url!r}), {{'refund': refund.build()}})\n"
         f"g = rt.graph('refund')\n"
         f"hist = list(g.get_state_history(rt.config({thread_id!r})))\n"
         "print(json.dumps({'n': len(hist), 'last': hist[0].values['outcome'],"

@@ -1,5 +1,6 @@
-"""The schema on a real Postgres: the state machine is enforced by the database, and
-migrations are idempotent and safe when two processes start at once."""
+"""The schema on a real Postgres: the state machine is enforced by the database; the
+baseline and the migrations after it make what schema.sql makes; migrations are idempotent
+and safe when two processes start at once."""
 
 from __future__ import annotations
 
@@ -10,10 +11,21 @@ from typing import Any
 import psycopg
 import pytest
 
+from tests.support.migrations import (
+    FIRST_0004,
+    at_baseline,
+    at_version,
+    index_def,
+    migration,
+    schema_dump,
+    version,
+)
 from waystone._db.database import Database
 from waystone._db.migrations import latest_version, migrate
 from waystone._runs.states import STATES, is_allowed, transition_pairs
 from waystone.config import Settings
+from waystone.errors import SchemaBehind
+from waystone.runtime import Runtime
 
 
 def _new_run(sql: psycopg.Connection[Any], thread_id: str) -> None:
@@ -100,75 +112,76 @@ def test_migrate_is_idempotent(database_url: str) -> None:
     assert tables is not None and tables["n"] == 3
 
 
-def test_a_database_at_the_baseline_is_upgraded_to_what_a_fresh_one_has(
-    database_url: str, sql: psycopg.Connection[Any]
-) -> None:
-    """Each numbered migration brings a database made by an older Waystone (version 1) to
-    the schema a fresh one gets from schema.sql: the same indexes, columns (in any order)
-    and functions, the newest version."""
-    indexes = "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'waystone'"
-    columns = (
-        "SELECT table_name, column_name, data_type, is_nullable, column_default "
-        "FROM information_schema.columns WHERE table_schema = 'waystone'"
-    )
-    functions = (
-        "SELECT p.proname, pg_get_functiondef(p.oid) FROM pg_proc p "
-        "JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'waystone'"
-    )
-    checks = (
-        "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint "
-        "WHERE connamespace = 'waystone'::regnamespace AND contype = 'c'"
-    )
-    queries = (indexes, columns, functions, checks)
-    fresh = [sorted(sql.execute(q).fetchall()) for q in queries]
-    _new_run(sql, "waits")  # waiting on a deadline when the upgrade comes
-    _force_state(sql, "waits", "waiting")
-    sql.execute(
-        "UPDATE waystone.runs SET wake_at = now() + interval '1 h', "
-        "evidence = '{\"interrupt_id\": \"i-1\"}' WHERE thread_id = 'waits'"
-    )
-    sql.execute("DROP INDEX waystone.runs_queued_agent_idx")  # what 0002 adds
-    for index in ("runs_wake_agent_idx", "runs_lease_agent_idx"):  # 0004's, and what it drops
-        sql.execute(f"DROP INDEX waystone.{index}")
-    sql.execute("CREATE INDEX runs_wake_idx ON waystone.runs (wake_at) WHERE state = 'waiting'")
-    sql.execute(
-        "CREATE INDEX runs_lease_idx ON waystone.runs (lease_expires_at) WHERE state = 'running'"
-    )
-    sql.execute("DROP FUNCTION waystone.each_agent")
-    sql.execute("DROP TABLE waystone.web_sessions")  # what 0005 adds
-    sql.execute("DROP TABLE waystone.effect_deadlines")  # what 0006 adds
-    sql.execute("DROP TABLE waystone.threads")  # what 0008 adds
-    sql.execute("DROP TABLE waystone.crons, waystone.cron_ticks")  # what 0010 adds
-    sql.execute("DROP FUNCTION waystone.notify_crons")
-    sql.execute("DROP TRIGGER runs_begin_pending ON waystone.runs")  # what 0009 adds
-    sql.execute("DROP FUNCTION waystone.begin_pending_on_end, waystone.begin_pending")
-    sql.execute("DROP TABLE waystone.pending_runs")
-    sql.execute("DROP TABLE waystone.webhooks")  # what 0011 adds, with its trigger
-    sql.execute("DROP FUNCTION waystone.webhooks_due CASCADE")
-    sql.execute("ALTER TABLE waystone.runs DROP COLUMN wait_id")
-    sql.execute(  # the statuses before 0013's 'interrupted'
-        "ALTER TABLE waystone.effects DROP CONSTRAINT effects_status_check, "
-        "ADD CONSTRAINT effects_status_check CHECK (status IN "
-        "('intent', 'applied', 'confirmed', 'failed', 'unknown'))"
-    )
-    sql.execute("DROP INDEX waystone.run_events_resumed_idx")  # what 0015 adds
-    sql.execute("ALTER TABLE waystone.effects DROP COLUMN tool_call_id")  # what 0014 adds
-    sql.execute("DROP FUNCTION waystone.settle_signals")
-    for function in ("check_fence", "check_transition", "notify_runnable"):  # 0003's
-        sql.execute(
-            f"CREATE OR REPLACE FUNCTION waystone.{function}() RETURNS trigger "
-            "LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$"
-        )
-    sql.execute("DELETE FROM waystone_schema_version")
-    sql.execute("INSERT INTO waystone_schema_version (version) VALUES (1)")
-    db = Database.open(Settings(database_url=database_url))
+def _migrate(url: str) -> int:
+    db = Database.open(Settings(database_url=url))
     try:
-        assert migrate(db) == latest_version() == 16
+        return migrate(db)
     finally:
         db.close()
-    assert [sorted(sql.execute(q).fetchall()) for q in queries] == fresh
-    waits = sql.execute("SELECT wait_id FROM waystone.runs WHERE thread_id = 'waits'").fetchone()
+
+
+def test_a_database_at_the_baseline_migrates_to_what_schema_sql_makes(
+    database_url: str, empty_database_url: str
+) -> None:
+    """The frozen baseline and every numbered migration after it, applied in order, make
+    the schema a fresh database gets from schema.sql: pg_dump cannot tell them apart."""
+    at_baseline(empty_database_url)
+    with psycopg.connect(empty_database_url, autocommit=True) as old:
+        _new_run(old, "waits")  # waiting on a deadline when the upgrade comes
+        _force_state(old, "waits", "waiting")
+        old.execute(
+            "UPDATE waystone.runs SET wake_at = now() + interval '1 h', "
+            "evidence = '{\"interrupt_id\": \"i-1\"}' WHERE thread_id = 'waits'"
+        )
+    assert _migrate(empty_database_url) == latest_version() == 17
+    assert schema_dump(empty_database_url) == schema_dump(database_url)
+    with psycopg.connect(empty_database_url) as upgraded:
+        waits = upgraded.execute(
+            "SELECT wait_id FROM waystone.runs WHERE thread_id = 'waits'"
+        ).fetchone()
     assert waits == ("i-1",)  # its deadline is its wait's
+
+
+def test_a_database_that_applied_the_first_0004_is_repaired(
+    database_url: str, empty_database_url: str
+) -> None:
+    """0004 was edited after databases had applied it: 0017 gives them today's index."""
+    at_version(empty_database_url, [migration(1), migration(2), migration(3), (4, FIRST_0004)])
+    with psycopg.connect(empty_database_url) as old:
+        before = index_def(old, "runs_lease_agent_idx")
+    assert "lease_expires_at NULLS FIRST" in before
+    assert _migrate(empty_database_url) == latest_version()
+    with psycopg.connect(empty_database_url) as repaired, psycopg.connect(database_url) as fresh:
+        assert index_def(repaired, "runs_lease_agent_idx") == index_def(
+            fresh, "runs_lease_agent_idx"
+        )
+    assert schema_dump(empty_database_url) == schema_dump(database_url)
+
+
+def test_the_repair_leaves_a_current_database_as_it_is(
+    database_url: str, sql: psycopg.Connection[Any]
+) -> None:
+    before = schema_dump(database_url)
+    oid = "SELECT 'waystone.runs_lease_agent_idx'::regclass::oid"
+    index = sql.execute(oid).fetchone()
+    sql.execute(migration(17)[1].read_text(encoding="utf-8"), prepare=False)
+    assert sql.execute(oid).fetchone() == index  # not rebuilt
+    assert schema_dump(database_url) == before
+
+
+def test_a_runtime_refuses_a_database_behind_and_migrates_it_when_asked(
+    empty_database_url: str,
+) -> None:
+    at_baseline(empty_database_url)
+    settings = Settings(database_url=empty_database_url)
+    with pytest.raises(SchemaBehind, match=r"version 1, .* needs 17: run `waystone migrate`"):
+        Runtime(settings)
+    assert version(empty_database_url) == 1
+    with Runtime(settings, migrate=True) as rt:
+        assert rt.list() == []
+    assert version(empty_database_url) == latest_version()
+    with Runtime(settings) as rt:  # at the head: only a look
+        assert rt.list() == []
 
 
 def test_two_processes_migrate_an_empty_database_at_once(empty_database_url: str) -> None:

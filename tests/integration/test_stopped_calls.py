@@ -26,7 +26,7 @@ from tests.support.gated import gated_graph
 from tests.support.inside import parts
 from tests.support.stopped_agent import ANSWER, BookingDesk
 from waystone._runs import dashboard
-from waystone._runs.driver import graph_config
+from waystone._runs.run_config import graph_config
 from waystone.errors import LeaseLost, TransitionNotAllowed
 from waystone.runtime import Runtime
 

@@ -17,7 +17,7 @@ from tests.support.background import Background
 from tests.support.inside import parts
 from tests.support.notes import bench_storage
 from waystone import AgentSpec, LeaseLost, Runtime, Settings
-from waystone._runs.leases import lease_ok
+from waystone._checkpointing.lease_guards import lease_ok
 from waystone._runs.registry import Run
 from waystone.effects.tools import RetryPolicy
 from waystone.preset._graph.ports import Ports

@@ -1,11 +1,11 @@
-"""The package has no import cycle: the imports a module makes when it is loaded never
-lead back to it.
+"""The package has no import cycle: no module's imports lead back to it, directly or
+through others.
 
-Only imports that run at import time count: those under ``if TYPE_CHECKING:`` never run,
-and those inside functions are the package's lazy imports (a command that only reads runs
-never loads LangGraph), taken when the function is called. A submodule's implicit import
-of its parent package is not counted either: ``waystone/__init__.py`` exporting its
-submodules is no cycle.
+Every import counts, those inside functions too (a lazy import is still a dependency:
+it only moves the moment the circle closes). Those under ``if TYPE_CHECKING:`` alone
+never run and do not count. A package's ``__init__`` is a module like any other; a
+submodule's implicit import of its parent package is not counted, so
+``waystone/__init__.py`` naming its submodules is no cycle.
 """
 
 from __future__ import annotations
@@ -35,31 +35,32 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _load_time_imports(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
-    """The import statements of ``body`` that run when the module is loaded."""
-    for node in body:
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            yield node
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            continue  # a lazy import, taken when the function is called
-        elif isinstance(node, ast.If) and _is_type_checking(node.test):
-            yield from _load_time_imports(node.orelse)
-        else:  # class bodies, if/else, try/except, with: they run at import time
-            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
-                for child in getattr(node, field, []):
-                    if isinstance(child, ast.stmt):
-                        yield from _load_time_imports([child])
-                    elif hasattr(child, "body"):  # an except handler, a match case
-                        yield from _load_time_imports(child.body)
+def _imports(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement under ``node``, in functions too, but for those that only
+    run under ``if TYPE_CHECKING:``."""
+    if isinstance(node, ast.If) and _is_type_checking(node.test):
+        for child in node.orelse:
+            yield from _imports(child)
+        return
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        yield node
+    for child in ast.iter_child_nodes(node):
+        yield from _imports(child)
 
 
-def imports_of(name: str, path: Path, known: set[str], package: str) -> set[str]:
-    """The package's modules that ``name`` imports when it is loaded."""
+def imports_of(name: str, path: Path, known: set[str], package: str) -> dict[str, int]:
+    """The package's modules that ``name`` imports, each with the line of its first
+    import."""
     is_package = path.name == "__init__.py"
-    targets: set[str] = set()
-    for node in _load_time_imports(ast.parse(path.read_text(), str(path)).body):
+    targets: dict[str, int] = {}
+
+    def add(target: str, line: int) -> None:
+        targets[target] = min(line, targets.get(target, line))
+
+    for node in _imports(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
-            targets.update(alias.name for alias in node.names)
+            for alias in node.names:
+                add(alias.name, node.lineno)
             continue
         base = node.module or ""
         if node.level:  # relative: from the module's own package, up level - 1
@@ -69,14 +70,23 @@ def imports_of(name: str, path: Path, known: set[str], package: str) -> set[str]
         for alias in node.names:
             # ``from a import b`` imports the module a.b when there is one, else a's name b
             sub = f"{base}.{alias.name}"
-            targets.add(sub if sub in known else base)
-    return {t for t in targets if t in known and t != name and t.split(".")[0] == package}
+            add(sub if sub in known else base, node.lineno)
+    return {
+        target: line
+        for target, line in targets.items()
+        if target in known and target != name and target.split(".")[0] == package
+    }
 
 
-def import_graph(root: Path, package: str) -> dict[str, set[str]]:
+def import_lines(root: Path, package: str) -> dict[str, dict[str, int]]:
+    """Each module's imports of the package's modules, with the line of each."""
     found = modules(root, package)
     known = set(found)
     return {name: imports_of(name, path, known, package) for name, path in found.items()}
+
+
+def import_graph(root: Path, package: str) -> dict[str, set[str]]:
+    return {name: set(targets) for name, targets in import_lines(root, package).items()}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -149,11 +159,19 @@ def _shortest_cycle(graph: dict[str, set[str]], group: set[str], start: str) -> 
     raise AssertionError(f"no cycle through {start} in {sorted(group)}")
 
 
+def describe(cycle: list[str], lines: dict[str, dict[str, int]]) -> str:
+    """A cycle as the imports that close it: ``a (line 3) -> b (line 9) -> a``."""
+    steps = [f"{a} (line {lines[a][b]})" for a, b in zip(cycle, cycle[1:], strict=False)]
+    return " -> ".join([*steps, cycle[-1]])
+
+
 def test_the_package_has_no_import_cycle() -> None:
-    found = cycles(import_graph(PACKAGE, "waystone"))
-    listed = "\n".join("  " + " -> ".join(cycle) for cycle in found)
+    lines = import_lines(PACKAGE, "waystone")
+    found = cycles({name: set(targets) for name, targets in lines.items()})
+    listed = "\n".join("  " + describe(cycle, lines) for cycle in found)
     assert not found, (
-        f"import cycles in waystone (move an import into a function or out):\n{listed}"
+        "import cycles in waystone (move what both sides need into a module of its own, "
+        f"or invert the dependency):\n{listed}"
     )
 
 
@@ -174,10 +192,43 @@ def test_a_cycle_is_found_and_printed(tmp_path: Path) -> None:
             "c.py": "try:\n    from . import a\nexcept ImportError:\n    pass\n",
         },
     )
-    assert cycles(import_graph(tmp_path, "pkg")) == [["pkg.a", "pkg.b", "pkg.c", "pkg.a"]]
+    lines = import_lines(tmp_path, "pkg")
+    found = cycles(import_graph(tmp_path, "pkg"))
+    assert found == [["pkg.a", "pkg.b", "pkg.c", "pkg.a"]]
+    shown = describe(found[0], lines)
+    assert shown == "pkg.a (line 1) -> pkg.b (line 1) -> pkg.c (line 2) -> pkg.a"
 
 
-def test_type_checking_function_and_parent_imports_are_no_cycle(tmp_path: Path) -> None:
+def test_an_import_inside_a_function_closes_a_cycle(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "a.py": "from pkg.b import B\nA = 1\n",
+            "b.py": "B = 2\ndef later():\n    from pkg.a import A\n    return A\n",
+        },
+    )
+    assert cycles(import_graph(tmp_path, "pkg")) == [["pkg.a", "pkg.b", "pkg.a"]]
+
+
+def test_a_package_init_is_a_module_of_a_cycle(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "sub/__init__.py": "from pkg.sub.inner import X\n",
+            "sub/inner.py": "X = 1\n",
+            "other.py": "from pkg.sub import X\n",
+            "sub/uses.py": "def f():\n    import pkg.other\n",
+        },
+    )
+    _write(tmp_path, {"sub/inner.py": "from pkg.sub.uses import f\nX = 1\n"})
+    assert cycles(import_graph(tmp_path, "pkg")) == [
+        ["pkg.other", "pkg.sub", "pkg.sub.inner", "pkg.sub.uses", "pkg.other"]
+    ]
+
+
+def test_type_checking_and_parent_imports_are_no_cycle(tmp_path: Path) -> None:
     _write(
         tmp_path,
         {
@@ -185,11 +236,13 @@ def test_type_checking_function_and_parent_imports_are_no_cycle(tmp_path: Path) 
             "a.py": (
                 "from typing import TYPE_CHECKING\n"
                 "if TYPE_CHECKING:\n    from pkg.b import B\n"
-                "class A:\n    def b(self):\n        from pkg.b import B\n        return B\n"
+                "else:\n    from pkg.c import C\n"
+                "class A:\n    pass\n"
             ),
             "b.py": "from pkg.a import A\nB = A\n",
+            "c.py": "C = 1\n",
         },
     )
     graph = import_graph(tmp_path, "pkg")
-    assert graph == {"pkg": {"pkg.a"}, "pkg.a": set(), "pkg.b": {"pkg.a"}}
+    assert graph == {"pkg": {"pkg.a"}, "pkg.a": {"pkg.c"}, "pkg.b": {"pkg.a"}, "pkg.c": set()}
     assert cycles(graph) == []

@@ -1,16 +1,42 @@
-"""The package's rings, as docs/architecture.md draws them: the edges (the command line,
-the server, the worker, the dashboard, the examples) depend on the core and the preset,
-never the reverse, and the core never imports the agent preset, at load time or later:
-the preset is built on what the core gives any graph (its agents make their own entries
-in the runtime's catalog). The one exception is the runtime's default agents."""
+"""The package's rings, as docs/architecture.md draws them, kept by every import (inside
+functions too; those under ``if TYPE_CHECKING:`` alone aside):
+
+- the base (config, errors, logs, ...) imports nothing of Waystone but ``errors``;
+- the database floor (``_db``, ``sql``) imports only the base;
+- the core (the runtime, runs, effects, checkpointing, privacy, webhooks) never imports
+  the preset, the examples or an edge;
+- the preset never imports an edge or the examples.
+
+The edges (the command line, the server, the worker, the examples) may import any ring.
+``waystone/__init__.py``, the facade, names its exports by string and imports nothing.
+"""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
-from tests.unit.test_import_cycles import PACKAGE, _is_type_checking, import_graph, modules
+from tests.unit.test_import_cycles import PACKAGE, import_lines, modules
 
+BASE = (
+    "waystone.config",
+    "waystone.errors",
+    "waystone.logs",
+    "waystone._crash",
+    "waystone._hints",
+    "waystone._identifiers",
+    "waystone._imports",
+    "waystone._json_input",
+)
+DB = ("waystone._db", "waystone.sql")
+CORE = (
+    "waystone.runtime",
+    "waystone._runs",
+    "waystone.effects",
+    "waystone._checkpointing",
+    "waystone._privacy",
+    "waystone._webhooks",
+)
+PRESET = ("waystone.preset",)
 EDGES = (
     "waystone.cli",
     "waystone.web",
@@ -18,68 +44,116 @@ EDGES = (
     "waystone.examples",
     "waystone.__main__",
 )
-PRESET = ("waystone.preset",)
+FACADE = "waystone"
 
 
 def _in(module: str, ring: tuple[str, ...]) -> bool:
     return any(module == r or module.startswith(r + ".") for r in ring)
 
 
-def test_nothing_below_the_edges_imports_them() -> None:
-    graph = import_graph(PACKAGE, "waystone")
-    wrong = sorted(
-        f"{module} -> {target}"
-        for module, targets in graph.items()
-        if not _in(module, EDGES) and module != "waystone"
-        for target in targets
-        if _in(target, EDGES)
+def ring_of(module: str) -> str:
+    for name, ring in (
+        ("base", BASE),
+        ("db", DB),
+        ("core", CORE),
+        ("preset", PRESET),
+        ("edge", EDGES),
+    ):
+        if _in(module, ring):
+            return name
+    if module == FACADE:
+        return "facade"
+    raise AssertionError(f"{module} is in no ring: add it to one in {__file__}")
+
+
+# The rings each ring may import; the base imports ``errors`` alone (see allowed).
+MAY_IMPORT = {
+    "db": ("base", "db"),
+    "core": ("base", "db", "core"),
+    "preset": ("base", "db", "core", "preset"),
+    "edge": ("base", "db", "core", "preset", "edge", "facade"),
+    "facade": (),  # it names its exports by string, imported on first use
+}
+
+
+def allowed(module: str, target: str) -> bool:
+    """Whether ``module`` may import ``target``, by their rings."""
+    source = ring_of(module)
+    if source == "base":
+        return target == "waystone.errors"
+    return ring_of(target) in MAY_IMPORT[source]
+
+
+def wrong_imports(root: Path, package: str) -> list[str]:
+    """Every import that crosses a ring the wrong way, as ``module (line n) -> target``."""
+    return sorted(
+        f"{module} (line {line}) -> {target}  [{ring_of(module)} -> {ring_of(target)}]"
+        for module, targets in import_lines(root, package).items()
+        for target, line in targets.items()
+        if not allowed(module, target)
     )
-    assert not wrong, "\n".join(wrong)
 
 
-def test_the_core_does_not_import_the_preset() -> None:
-    graph = import_graph(PACKAGE, "waystone")
-    wrong = sorted(
-        f"{module} -> {target}"
-        for module, targets in graph.items()
-        if not _in(module, EDGES + PRESET) and module != "waystone"
-        for target in targets
-        if _in(target, PRESET)
+def test_every_module_is_in_a_ring() -> None:
+    for module in modules(PACKAGE, "waystone"):
+        ring_of(module)
+
+
+def test_no_import_crosses_a_ring_the_wrong_way() -> None:
+    wrong = wrong_imports(PACKAGE, "waystone")
+    assert not wrong, "imports against the rings (docs/architecture.md, section 2):\n" + (
+        "\n".join("  " + line for line in wrong)
     )
-    assert not wrong, "\n".join(wrong)
 
 
-# The runtime's default agents (the examples', and those WAYSTONE_AGENTS names) are the
-# preset's: loaded when a runtime is made without agents.
-DEFAULT_AGENTS = ("waystone.runtime", "waystone.preset._agents")
-
-
-def _every_import(path: Path) -> set[str]:
-    """What a module imports anywhere (inside functions too), but for type annotations."""
+def reached(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every module ``start`` imports, directly or through others."""
     found: set[str] = set()
-
-    def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
-            for child in node.orelse:
-                visit(child)
-            return
-        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            found.add(node.module)
-        elif isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        for child in ast.iter_child_nodes(node):
-            visit(child)
-
-    visit(ast.parse(path.read_text(), str(path)))
+    todo = [start]
+    while todo:
+        for target in graph[todo.pop()] - found:
+            found.add(target)
+            todo.append(target)
     return found
 
 
-def test_the_core_never_imports_the_preset_even_lazily() -> None:
-    wrong = sorted(
-        f"{module} -> {target}"
-        for module, path in modules(PACKAGE, "waystone").items()
-        if not _in(module, EDGES + PRESET) and module != "waystone"
-        for target in _every_import(path)
-        if _in(target, PRESET) and (module, target) != DEFAULT_AGENTS
-    )
-    assert not wrong, "\n".join(wrong)
+def test_the_saver_stands_on_its_own() -> None:
+    """The public savers (usable without a runtime) reach none of the runs' modules."""
+    graph = {name: set(targets) for name, targets in import_lines(PACKAGE, "waystone").items()}
+    for saver in ("waystone._checkpointing.saver", "waystone._checkpointing.aio"):
+        runs = sorted(m for m in reached(graph, saver) if _in(m, ("waystone._runs",)))
+        assert not runs, f"{saver} reaches {runs}"
+
+
+def test_the_rules_cover_each_ring() -> None:
+    assert allowed("waystone.logs", "waystone.errors")
+    assert not allowed("waystone.logs", "waystone.config")
+    assert allowed("waystone._db.database", "waystone.config")
+    assert not allowed("waystone._db.database", "waystone._runs.leases")
+    assert not allowed("waystone.sql", "waystone.runtime")
+    assert allowed("waystone.runtime", "waystone._db.database")
+    assert not allowed("waystone.runtime", "waystone.preset._agents")
+    assert not allowed("waystone._webhooks.payload", "waystone.web.shapes")
+    assert not allowed("waystone._runs.crons", "waystone.worker.ticker")
+    assert not allowed("waystone.effects.tools", "waystone.examples.payments")
+    assert allowed("waystone.preset.spec", "waystone._runs.catalog")
+    assert not allowed("waystone.preset.spec", "waystone.examples.refund")
+    assert not allowed("waystone.preset._agents", "waystone.cli.app")
+    assert allowed("waystone.cli.app", "waystone.preset._agents")
+    assert allowed("waystone.worker.sync", "waystone.examples.refund")
+
+
+def test_a_lazy_import_against_the_rings_is_found(tmp_path: Path) -> None:
+    for relative, text in {
+        "__init__.py": "",
+        "runtime.py": "def agents():\n    from waystone.examples import refund\n",
+        "examples/__init__.py": "",
+        "examples/refund.py": "from waystone.runtime import agents\n",
+        "errors.py": "",
+    }.items():
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert wrong_imports(tmp_path, "waystone") == [
+        "waystone.runtime (line 2) -> waystone.examples.refund  [core -> edge]"
+    ]

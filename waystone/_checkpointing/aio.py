@@ -44,6 +44,7 @@ from psycopg.conninfo import make_conninfo
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 
+from waystone import sql
 from waystone._checkpointing.allowlist import Declared
 from waystone._checkpointing.at_rest import reveal, reveal_history
 from waystone._checkpointing.delta import arun, delta_history
@@ -154,12 +155,10 @@ class AsyncWaystoneSaver(WaystoneSaver):
         checkpoint_id = get_checkpoint_id(config)
         if checkpoint_id:
             args: tuple[Any, ...] = (thread_id, checkpoint_ns, checkpoint_id)
-            where = "WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s"
+            where = sql.query("checkpoint_by_id_where")
         else:
             args = (thread_id, checkpoint_ns)
-            where = (
-                "WHERE thread_id = %s AND checkpoint_ns = %s ORDER BY checkpoint_id DESC LIMIT 1"
-            )
+            where = sql.query("latest_checkpoint_where")
         try:
             async with (
                 self._apool.connection() as conn,
@@ -257,7 +256,7 @@ class AsyncWaystoneSaver(WaystoneSaver):
                     async with conn.pipeline():
                         if batch.token is not None:
                             async with conn.cursor(binary=True) as setter:
-                                await setter.execute(FENCE_SQL, (str(batch.token),))
+                                await setter.execute(FENCE_SQL, {"lease_token": str(batch.token)})
                         async with conn.cursor(binary=True, row_factory=dict_row) as cur:
                             for query, params, how in batch.statements:
                                 if how is True:

@@ -11,6 +11,7 @@ import re
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from waystone import sql
 from waystone.errors import BadInput
 
 if TYPE_CHECKING:
@@ -30,17 +31,6 @@ def parse_age(text: str) -> timedelta:
     return timedelta(seconds=float(match.group(1)) * _UNIT[match.group(2)])
 
 
-CANDIDATES = """
-SELECT r.thread_id, r.agent, r.state, r.updated_at,
-       (SELECT count(*) FROM public.checkpoints c WHERE c.thread_id = r.thread_id) AS checkpoints
-FROM waystone.runs r
-WHERE r.state = ANY(%(ended)s) AND r.pruned_at IS NULL
-  AND r.updated_at < clock_timestamp() - %(age)s::interval
-ORDER BY r.updated_at
-LIMIT %(limit)s
-"""
-
-
 def prune(
     parts: Parts,
     catalog: Catalog,
@@ -52,7 +42,7 @@ def prune(
     """Prune runs that ended more than ``older_than`` ago (at most ``limit`` per call)."""
     with parts.db.connection() as conn:
         rows = conn.execute(
-            CANDIDATES, {"ended": list(ENDED), "age": older_than, "limit": limit}
+            sql.query("prune_candidates"), {"ended": list(ENDED), "age": older_than, "limit": limit}
         ).fetchall()
     pruned = []
     for row in rows:
@@ -68,10 +58,12 @@ def prune(
         summary = _summary(catalog, row["thread_id"], row["agent"], row["checkpoints"])
         with parts.db.transaction() as conn:
             marked = conn.execute(
-                "UPDATE waystone.runs SET summary = %s, pruned_at = clock_timestamp() "
-                "WHERE thread_id = %s AND state = ANY(%s) AND pruned_at IS NULL "
-                "RETURNING thread_id",
-                (_jsonb(parts.registry.redact(summary)), row["thread_id"], list(ENDED)),
+                sql.query("mark_pruned"),
+                {
+                    "summary": _jsonb(parts.registry.redact(summary)),
+                    "thread_id": row["thread_id"],
+                    "ended": list(ENDED),
+                },
             ).fetchone()
         if marked is None:  # requeued meanwhile: it is active again, leave it alone
             pruned.pop()
@@ -86,7 +78,7 @@ def prune(
 
 
 def _summary(catalog: Catalog, thread_id: str, agent: str, checkpoints: int) -> dict[str, Any]:
-    from waystone._runs.driver import graph_config
+    from waystone._runs.run_config import graph_config
 
     values: dict[str, Any] = {}
     if catalog.drives(agent):

@@ -104,6 +104,7 @@ from waystone._checkpointing.held import (
     until_asked,
 )
 from waystone._checkpointing.in_threads import InThreads
+from waystone._checkpointing.lease_guards import progressed
 from waystone._db.database import (
     FENCE_SQL,
     Conn,
@@ -117,7 +118,6 @@ from waystone._db.migrations import migrate
 from waystone._privacy.keys import at_rest_sealer, load_key
 from waystone._privacy.seal import SealedSerializer, Sealer
 from waystone._privacy.vault import Vault
-from waystone._runs.leases import progressed
 from waystone.config import Settings
 from waystone.errors import BadInput, LeaseLost
 
@@ -439,7 +439,7 @@ class WaystoneSaver(InThreads, PostgresSaver):
             with pipelined(conn):
                 if token is not None:
                     with conn.cursor(binary=True) as setter:
-                        setter.execute(FENCE_SQL, (str(token),))
+                        setter.execute(FENCE_SQL, {"lease_token": str(token)})
                 with conn.cursor(binary=True, row_factory=dict_row) as cur:
                     for query, params, how in held:
                         if how is True:
@@ -669,7 +669,7 @@ class WaystoneSaver(InThreads, PostgresSaver):
         try:
             with self._pool.connection() as conn, conn.transaction():
                 if token is not None:
-                    conn.execute(FENCE_SQL, (str(token),))
+                    conn.execute(FENCE_SQL, {"lease_token": str(token)})
                 yield conn
         except psycopg.DatabaseError as exc:
             reraise(exc)

@@ -213,7 +213,7 @@ class Database:
                 yield conn
             else:
                 with conn.transaction():
-                    conn.execute(FENCE_SQL, (str(fence),))
+                    conn.execute(FENCE_SQL, {"lease_token": str(fence)})
                     yield conn
 
     @contextmanager
@@ -243,7 +243,7 @@ class Database:
                 return [cur.fetchall() if cur.description else []]
             with pipelined(conn):
                 if fence is not None:
-                    conn.execute(FENCE_SQL, (str(fence),))
+                    conn.execute(FENCE_SQL, {"lease_token": str(fence)})
                 cursors = [
                     conn.cursor().execute(sql.query(name), jsonify(params))
                     for name, params in statements
@@ -274,7 +274,7 @@ class Database:
         return self.batch([(name, params)], fence=fence)[0]
 
 
-FENCE_SQL = "SELECT set_config('waystone.lease_token', %s, true)"
+FENCE_SQL = sql.query("set_lease_token")
 
 
 _KEPT: weakref.WeakSet[Conn] = weakref.WeakSet()  # a caller's: never closed here

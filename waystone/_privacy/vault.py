@@ -20,6 +20,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from waystone import sql
 from waystone._db.database import Database
 from waystone._privacy.pii import DEFAULT_PATTERNS, Detector
 from waystone._privacy.walk import string_mapper
@@ -47,14 +48,8 @@ class Vault:
         """Refuse a key other than the one this database's vault was sealed with."""
         mark = hmac.new(self._mac_key, b"fingerprint", "sha256").hexdigest()[:16]
         with self.db.connection() as conn:
-            conn.execute(
-                "INSERT INTO waystone.settings (name, value) VALUES ('vault_key', %s) "
-                "ON CONFLICT (name) DO NOTHING",
-                (mark,),
-            )
-            row = conn.execute(
-                "SELECT value FROM waystone.settings WHERE name = 'vault_key'"
-            ).fetchone()
+            conn.execute(sql.query("mark_vault_key"), {"mark": mark})
+            row = conn.execute(sql.query("vault_key")).fetchone()
         if row is None or row["value"] != mark:
             raise BadInput(
                 "this database's vault was sealed with another key: set "
@@ -76,11 +71,8 @@ class Vault:
         nonce = secrets.token_bytes(12)
         sealed = nonce + self._aead.encrypt(nonce, value.encode(), token.encode())
         with self.db.connection() as conn:
-            conn.execute(
-                "INSERT INTO waystone.vault (token, kind, ciphertext) VALUES (%s, %s, %s) "
-                "ON CONFLICT (token) DO NOTHING",
-                (token, kind, sealed),
-            )
+            params = {"token": token, "kind": kind, "sealed": sealed}
+            conn.execute(sql.query("store_in_vault"), params)
         with self._lock:
             self._stored.add(token)
         return token
@@ -142,9 +134,7 @@ class Vault:
         """The value behind ``token``; ``erased``: what an erased token gives (by default
         it is an error: a tool must not run without its value)."""
         with self.db.connection() as conn:
-            row = conn.execute(
-                "SELECT ciphertext FROM waystone.vault WHERE token = %s", (token,)
-            ).fetchone()
+            row = conn.execute(sql.query("open_vault"), {"token": token}).fetchone()
         if row is None or row["ciphertext"] is None:
             if erased is not None:
                 return erased
@@ -178,9 +168,6 @@ class Vault:
         tokens = [self.token_for(p.kind, subject) for p in DEFAULT_PATTERNS]
         tokens += [self.token_for(p.kind, subject) for p in self.detector.patterns]
         with self.db.connection() as conn:
-            rows = conn.execute(
-                "UPDATE waystone.vault SET ciphertext = NULL, erased_at = clock_timestamp() "
-                "WHERE token = ANY(%s) AND ciphertext IS NOT NULL RETURNING token",
-                (sorted(set(tokens)),),
-            ).fetchall()
+            erased = {"tokens": sorted(set(tokens))}
+            rows = conn.execute(sql.query("erase_from_vault"), erased).fetchall()
         return [r["token"] for r in rows]

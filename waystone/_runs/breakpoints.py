@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from waystone._runs.run_config import graph_config
 from waystone._runs.signals import RESUME
 
 if TYPE_CHECKING:
@@ -26,8 +27,6 @@ def stopped_at(graph: CompiledStateGraph[Any], thread_id: str) -> dict[str, Any]
     """The breakpoint the thread's graph stopped at, as a pending interrupt is shown
     (``{"id", "value"}``): nodes still to run and none of its own interrupts pending;
     ``None`` when it ended or waits on an ``interrupt()``."""
-    from waystone._runs.driver import graph_config
-
     snapshot = graph.get_state(graph_config(thread_id))
     if not snapshot.next or snapshot.interrupts or not snapshot.config:
         return None

@@ -9,6 +9,7 @@ the runtime's parts: the core knows nothing of what the preset's graph does.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -68,29 +69,31 @@ def _graph_input(value: Any) -> Any:
 
 
 class Catalog:
-    """The names a runtime drives, and their entries. ``agents``: the presets' agents
-    (``None``: those ``default_agents`` gives, on first use); ``graphs``: a user's graphs
+    """The names a runtime drives, and their entries. ``agents``: the presets' agents, or a
+    function giving them on first use (``None``: none); ``graphs``: a user's graphs
     (``None``: those ``WAYSTONE_GRAPHS`` names)."""
 
     def __init__(
         self,
         parts: Parts,
-        agents: Mapping[str, Preset] | None,
+        agents: Mapping[str, Preset] | Callable[[], Mapping[str, Preset]] | None,
         graphs: Mapping[str, GraphSource] | None,
-        default_agents: Callable[[], Mapping[str, Preset]],
     ) -> None:
         self._parts = parts
-        self._agents: dict[str, Preset] | None = dict(agents) if agents else None
+        self._given_agents = agents is not None
+        self._agents: dict[str, Preset] | None = None
+        self._agents_of: Callable[[], Mapping[str, Preset]] = (
+            agents if callable(agents) else functools.partial(dict, agents or {})
+        )
         self._sources: dict[str, GraphSource] | None = dict(graphs) if graphs else None
-        self._default_agents = default_agents
-        if agents is not None and graphs is not None:
+        if isinstance(agents, Mapping) and graphs is not None:
             check_names(agents, graphs)
         self._entries: dict[str, Entry] = {}
 
     @property
     def agents(self) -> dict[str, Preset]:
         if self._agents is None:
-            self._agents = dict(self._default_agents())
+            self._agents = dict(self._agents_of())
             if self._sources is not None:
                 check_names(self._agents, self._sources)
         return self._agents
@@ -116,7 +119,14 @@ class Catalog:
     def known(self, name: str) -> str:
         if not self.drives(name):
             known = ", ".join(self.names()) or "none"
-            raise BadInput(f"unknown agent or graph {name!r} (registered: {known})")
+            told = f"unknown agent or graph {name!r} (registered: {known})"
+            if not self._given_agents:  # a notebook's Runtime(): say what to give it
+                told += (
+                    f"; give it to the runtime: Runtime(graphs={{{name!r}: graph}}), or"
+                    f" Runtime(agents={{{name!r}: spec}}) for an AgentSpec (the demo's:"
+                    ' Runtime(agents={"refund": refund.build()}), refund from waystone.examples)'
+                )
+            raise BadInput(told)
         return name
 
     def register(self, agent: Preset) -> None:

@@ -191,7 +191,7 @@ class Commands:
             )
             if not created or not isinstance(run, Run):
                 raise TransitionNotAllowed(f"a run with thread id {target!r} already exists")
-            conn.execute(FENCE_SQL, (str(run.lease_token),))
+            conn.execute(FENCE_SQL, {"lease_token": str(run.lease_token)})
             parts.saver.copy_thread(thread_id, target, until=at, conn=conn)
         parts.registry.event(
             thread_id,

@@ -31,6 +31,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from waystone import sql
 from waystone._db.database import Conn
 from waystone._runs import step_times as _step_times
 from waystone._runs.states import STATES
@@ -49,103 +50,6 @@ RETRY_KINDS: Final[dict[str, str]] = {
     "proposal-corrected": "propose",
 }
 
-# -- Read-only reporting queries ---------------------------------------------------------
-# None of these writes anything; snapshot() runs them in one READ ONLY transaction.
-
-SNAPSHOT_TX_SQL: Final = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
-
-COUNTS_SQL: Final = """
-SELECT state, count(*)::bigint AS n
-FROM waystone.runs
-GROUP BY state
-"""
-
-# Who approved the action a waiting run waits on, while no worker has resumed it: the
-# decision recorded for its wait, not consumed yet (as queries.sql's run_as_shown).
-APPROVED_BY_SQL: Final = """
-(SELECT s.actor FROM waystone.signals s
- WHERE r.state = 'waiting' AND r.waiting_for = 'approval'
-   AND s.thread_id = r.thread_id AND s.name = 'approval' AND s.consumed_at IS NULL
-   AND (r.wait_id IS NULL OR s.dedupe_key = r.wait_id)
- ORDER BY s.id
- LIMIT 1)
-"""
-
-ACTIVE_RUNS_SQL: Final = f"""
-SELECT r.thread_id, r.agent, r.state, r.reason, r.lease_owner,
-       extract(epoch FROM now() - r.created_at)::float8 AS age_s,
-       {APPROVED_BY_SQL} AS approved_by
-FROM waystone.runs r
-WHERE r.state = ANY(%(states)s)
-ORDER BY r.created_at, r.thread_id
-LIMIT %(limit)s
-"""
-
-# Retry events, named by the step that retried, plus every effect attempt beyond the first.
-RETRIES_SQL: Final = """
-WITH kinds (kind, step) AS (
-    SELECT * FROM unnest(%(kinds)s::text[], %(steps)s::text[])
-),
-retries AS (
-    SELECT k.step, count(*)::bigint AS retries
-    FROM waystone.run_events e
-    JOIN kinds k ON k.kind = e.kind
-    GROUP BY k.step
-    UNION ALL
-    SELECT 'execute:' || tool AS step, sum(greatest(attempts - 1, 0))::bigint AS retries
-    FROM waystone.effects
-    GROUP BY tool
-)
-SELECT step, retries
-FROM retries
-WHERE retries > 0
-ORDER BY retries DESC, step
-LIMIT %(limit)s
-"""
-
-# Runs waiting for a decision: an approved one waits for a worker, not for a person.
-PENDING_APPROVALS_SQL: Final = f"""
-SELECT r.thread_id, r.agent,
-       extract(epoch FROM now() - r.updated_at)::float8 AS waiting_s,
-       r.evidence -> 'pending_approval' ->> 'tool' AS tool,
-       r.evidence -> 'pending_approval' ->> 'reason' AS reason
-FROM waystone.runs r
-WHERE r.state = 'waiting' AND r.waiting_for = 'approval' AND {APPROVED_BY_SQL} IS NULL
-ORDER BY r.updated_at, r.thread_id
-LIMIT %(limit)s
-"""
-
-PENDING_SIGNALS_SQL: Final = """
-SELECT thread_id, agent, waiting_for, wake_at,
-       extract(epoch FROM now() - updated_at)::float8 AS waiting_s
-FROM waystone.runs
-WHERE state = 'waiting' AND waiting_for IS DISTINCT FROM 'approval'
-  AND waiting_for IS DISTINCT FROM 'resume'
-ORDER BY updated_at, thread_id
-LIMIT %(limit)s
-"""
-
-# Runs of a user's graph waiting on its interrupt() calls: what `waystone resume` answers
-# (their values are not shown when encryption seals the run's evidence).
-PENDING_INTERRUPTS_SQL: Final = """
-SELECT thread_id, agent,
-       extract(epoch FROM now() - updated_at)::float8 AS waiting_s,
-       CASE WHEN jsonb_typeof(evidence -> 'interrupts') = 'array'
-            THEN evidence -> 'interrupts' END AS interrupts
-FROM waystone.runs
-WHERE state = 'waiting' AND waiting_for = 'resume'
-ORDER BY updated_at, thread_id
-LIMIT %(limit)s
-"""
-
-UNDELIVERED_SIGNALS_SQL: Final = """
-SELECT thread_id, name, extract(epoch FROM now() - created_at)::float8 AS age_s
-FROM waystone.signals
-WHERE consumed_at IS NULL
-ORDER BY created_at, id
-LIMIT %(limit)s
-"""
-
 
 def snapshot(rt: Runtime, *, limit: int = 10) -> dict[str, Any]:
     """One consistent, JSON-serialisable picture of the runs (see the module docstring).
@@ -156,7 +60,7 @@ def snapshot(rt: Runtime, *, limit: int = 10) -> dict[str, Any]:
     if limit < 1:
         raise ValueError(f"limit must be at least 1, not {limit}")
     with rt.connection() as conn, conn.transaction():
-        conn.execute(SNAPSHOT_TX_SQL)
+        conn.execute(sql.query("snapshot_transaction"))
         return {
             "counts_by_state": _counts(conn),
             "active_runs": _active_runs(conn, limit),
@@ -169,8 +73,8 @@ def snapshot(rt: Runtime, *, limit: int = 10) -> dict[str, Any]:
         }
 
 
-def _fetch(conn: Conn, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    return conn.execute(query, params or {}).fetchall()
+def _fetch(conn: Conn, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    return conn.execute(sql.query(name), params or {}).fetchall()
 
 
 def _seconds(value: float | None) -> float:
@@ -183,13 +87,13 @@ def _iso(value: datetime | None) -> str | None:
 
 def _counts(conn: Conn) -> dict[str, int]:
     counts = dict.fromkeys(STATES, 0)
-    for row in _fetch(conn, COUNTS_SQL):
+    for row in _fetch(conn, "dashboard_counts"):
         counts[row["state"]] = int(row["n"])
     return counts
 
 
 def _active_runs(conn: Conn, limit: int) -> list[dict[str, Any]]:
-    rows = _fetch(conn, ACTIVE_RUNS_SQL, {"states": list(ACTIVE_STATES), "limit": limit})
+    rows = _fetch(conn, "dashboard_active_runs", {"states": list(ACTIVE_STATES), "limit": limit})
     return [
         {
             "thread_id": r["thread_id"],
@@ -206,7 +110,8 @@ def _active_runs(conn: Conn, limit: int) -> list[dict[str, Any]]:
 def _retries(conn: Conn, limit: int) -> list[dict[str, Any]]:
     params = {"kinds": list(RETRY_KINDS), "steps": list(RETRY_KINDS.values()), "limit": limit}
     return [
-        {"step": r["step"], "retries": int(r["retries"])} for r in _fetch(conn, RETRIES_SQL, params)
+        {"step": r["step"], "retries": int(r["retries"])}
+        for r in _fetch(conn, "dashboard_retries", params)
     ]
 
 
@@ -227,7 +132,7 @@ def _pending_approvals(conn: Conn, limit: int) -> list[dict[str, Any]]:
             "tool": r["tool"],
             "reason": r["reason"],
         }
-        for r in _fetch(conn, PENDING_APPROVALS_SQL, {"limit": limit})
+        for r in _fetch(conn, "dashboard_pending_approvals", {"limit": limit})
     ]
 
 
@@ -240,7 +145,7 @@ def _pending_signals(conn: Conn, limit: int) -> list[dict[str, Any]]:
             "waiting_s": _seconds(r["waiting_s"]),
             "wake_at": _iso(r["wake_at"]),
         }
-        for r in _fetch(conn, PENDING_SIGNALS_SQL, {"limit": limit})
+        for r in _fetch(conn, "dashboard_pending_signals", {"limit": limit})
     ]
 
 
@@ -252,14 +157,14 @@ def _pending_interrupts(conn: Conn, limit: int) -> list[dict[str, Any]]:
             "waiting_s": _seconds(r["waiting_s"]),
             "interrupts": r["interrupts"],  # each {"id", "value"}; None when sealed
         }
-        for r in _fetch(conn, PENDING_INTERRUPTS_SQL, {"limit": limit})
+        for r in _fetch(conn, "dashboard_pending_interrupts", {"limit": limit})
     ]
 
 
 def _undelivered_signals(conn: Conn, limit: int) -> list[dict[str, Any]]:
     return [
         {"thread_id": r["thread_id"], "name": r["name"], "age_s": _seconds(r["age_s"])}
-        for r in _fetch(conn, UNDELIVERED_SIGNALS_SQL, {"limit": limit})
+        for r in _fetch(conn, "dashboard_undelivered_signals", {"limit": limit})
     ]
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from waystone._crash import crash_point
 from waystone._runs import breakpoints as _breakpoints
 from waystone._runs.registry import Run, RunRegistry
+from waystone._runs.run_config import graph_config
 from waystone._runs.signals import APPROVAL, RESUME, Signal, SignalBox
 
 if TYPE_CHECKING:  # the runtime imports this module for every command; most drive nothing
@@ -39,25 +40,6 @@ logger = logging.getLogger(__name__)
 ENDED = {"state": "done", "reason": "the graph ended"}  # a user's graph, once it stops
 RUN_KEY = "waystone_run"  # the configurable value naming the run (its id) of its thread
 INTERRUPT = "__interrupt__"  # where invoke's output lists the interrupts it stopped on
-
-
-def graph_config(
-    thread_id: str,
-    recursion_limit: int | None = 200,
-    lease_token: int | None = None,
-    key_namespace: str | None = None,
-) -> RunnableConfig:
-    """The LangGraph config of a run; with ``lease_token`` every write it causes is fenced.
-    ``key_namespace`` is the thread id its idempotency keys derive from (a fork's root)."""
-    configurable: dict[str, Any] = {"thread_id": thread_id}
-    if lease_token is not None:
-        configurable["lease_token"] = lease_token
-    if key_namespace is not None:
-        configurable["key_namespace"] = key_namespace
-    config: RunnableConfig = {"configurable": configurable}
-    if recursion_limit is not None:  # None: LangGraph's own default
-        config["recursion_limit"] = recursion_limit
-    return config
 
 
 def waiting_interrupt(snapshot: StateSnapshot | Reached) -> Interrupt | None:

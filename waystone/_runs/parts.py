@@ -14,7 +14,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from waystone._db.database import Database
-from waystone._db.migrations import migrate
+from waystone._db.migrations import migrate, require_current
 from waystone._identifiers import check_identifier
 from waystone._privacy.keys import at_rest_sealer, load_key
 from waystone._privacy.readable import refuse_personal_data
@@ -31,14 +31,23 @@ if TYPE_CHECKING:
     from waystone.effects.context import EffectContext
 
 
-class Parts:
-    """One runtime's database (migrated), vault, sealer, registry, signals and owner."""
+def migrates(settings: Settings, asked: bool | None) -> bool:
+    """Whether a runtime migrates its database: when asked, else only the embedded default
+    (a database the user gave is migrated by ``waystone migrate``, at a time they choose)."""
+    return asked if asked is not None else settings.database_url is None
 
-    def __init__(self, settings: Settings) -> None:
+
+class Parts:
+    """One runtime's database (its schema current), vault, sealer, registry, signals, owner."""
+
+    def __init__(self, settings: Settings, migrate_schema: bool | None = None) -> None:
         self.settings = settings
         self.db = Database.open(settings)
         try:
-            migrate(self.db)
+            if migrates(settings, migrate_schema):
+                migrate(self.db)
+            else:
+                require_current(self.db)
             self.vault = Vault(self.db, load_key(settings.home))
             self.vault.check_key()
             self.sealer = at_rest_sealer()

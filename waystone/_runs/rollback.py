@@ -74,7 +74,7 @@ def restore(db: Database, conn: Conn, thread_id: str, at: str | None) -> None:
     from langgraph.checkpoint.base import empty_checkpoint
 
     token = db.execute("lock_thread_run", conn=conn, thread_id=thread_id)[0]["lease_token"]
-    conn.execute(FENCE_SQL, (str(token),))
+    conn.execute(FENCE_SQL, {"lease_token": str(token)})
     newest = db.execute("newest_checkpoint_id", conn=conn, thread_id=thread_id)[0]["newest"]
     new_id = checkpoint_after(newest)
     if at is not None:

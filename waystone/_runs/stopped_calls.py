@@ -34,8 +34,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from waystone._runs.driver import RUN_KEY, flush, graph_config
+from waystone._runs.driver import RUN_KEY, flush
 from waystone._runs.multitask import stopped_as, stopped_in_words
+from waystone._runs.run_config import graph_config
 from waystone.errors import PermanentError
 
 if TYPE_CHECKING:

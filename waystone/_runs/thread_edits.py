@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from waystone._runs import driver
 from waystone._runs.breakpoints import only_breakpoints
+from waystone._runs.run_config import graph_config
 from waystone.errors import BadInput, TransitionNotAllowed
 
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ class ThreadEdits:
             )
         if run.pruned_at is not None:
             raise TransitionNotAllowed(f"thread {thread_id}'s checkpoints were erased")
-        config = driver.graph_config(thread_id, lease_token=run.lease_token)
+        config = graph_config(thread_id, lease_token=run.lease_token)
         if not entry.one_run and run.run_id is not None:
             config["configurable"][driver.RUN_KEY] = run.run_id  # its run's, as its steps'
         if checkpoint_id is not None:

@@ -10,6 +10,7 @@ from waystone._checkpointing.position import next_nodes
 from waystone._runs import driver
 from waystone._runs.multitask import stopped_as
 from waystone._runs.registry import Run, run_id_of
+from waystone._runs.run_config import graph_config
 from waystone._runs.signals import APPROVAL
 from waystone._runs.status import RunStatus, status_of
 
@@ -68,7 +69,7 @@ class Views:
         pending, step = None, None
         if self._catalog.drives(run.agent):
             graph = self._catalog.entry(run.agent).graph
-            snapshot = graph.get_state(driver.graph_config(run.thread_id))
+            snapshot = graph.get_state(graph_config(run.thread_id))
             step = snapshot.next[0] if snapshot.next else None
             if run.state == "waiting":
                 waiting_on = driver.waiting_interrupt(snapshot)
@@ -91,7 +92,7 @@ class Views:
         checkpoints: list[dict[str, Any]] = []
         if self._catalog.drives(run.agent):
             graph = self._catalog.entry(run.agent).graph
-            snaps = list(graph.get_state_history(driver.graph_config(thread_id)))
+            snaps = list(graph.get_state_history(graph_config(thread_id)))
             snaps.reverse()
             previous_next: list[str] = []
             for snap in snaps:

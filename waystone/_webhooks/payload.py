@@ -8,6 +8,7 @@ import uuid
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from waystone._runs.api_shapes import RUN_STATUS, assistant_id, jsonable
 from waystone._runs.registry import run_id_of
 
 if TYPE_CHECKING:
@@ -25,13 +26,11 @@ def idempotency_key(claimed: Claimed) -> str:
 
 
 def body_of(rt: Runtime, claimed: Claimed, sent_at: datetime) -> dict[str, Any]:
-    from waystone.web import shapes  # no web server needed: plain functions
-
-    status = shapes.RUN_STATUS[claimed.run_state]
+    status = RUN_STATUS[claimed.run_state]
     body: dict[str, Any] = {
         "run_id": run_id_of(claimed.thread_id, claimed.run_number),
         "thread_id": claimed.thread_id,
-        "assistant_id": shapes.assistant_id(claimed.agent),
+        "assistant_id": assistant_id(claimed.agent),
         "created_at": claimed.run_created_at.isoformat(),
         "updated_at": claimed.due_at.isoformat(),
         "metadata": {},
@@ -51,11 +50,9 @@ def body_of(rt: Runtime, claimed: Claimed, sent_at: datetime) -> dict[str, Any]:
 def _values(rt: Runtime, claimed: Claimed) -> Any:
     """The thread's values at the checkpoint it had when the run stopped (a later run on
     the thread does not change what this one ended with)."""
-    from waystone.web import shapes
-
     if claimed.checkpoint_id is None or claimed.agent not in rt.names():
         return None
     config = rt.config(claimed.thread_id)
     configurable = {**config.get("configurable", {}), "checkpoint_id": claimed.checkpoint_id}
     snapshot = rt.graph(claimed.agent).get_state({**config, "configurable": configurable})
-    return shapes.jsonable(snapshot.values)
+    return jsonable(snapshot.values)

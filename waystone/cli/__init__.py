@@ -11,6 +11,7 @@ from __future__ import annotations
 from waystone.cli import runs  # noqa: F401  # isort: skip
 from waystone.cli import ops  # noqa: F401  # isort: skip
 from waystone.cli import db  # noqa: F401  # isort: skip
+from waystone.cli import migrate  # noqa: F401  # isort: skip
 from waystone.cli.app import app  # isort: skip
 
 

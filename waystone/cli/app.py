@@ -104,14 +104,15 @@ def emit(as_json: bool, data: dict[str, Any], render: Callable[[], None]) -> Non
 
 
 @contextmanager
-def open_runtime(database_url: str | None) -> Iterator[Runtime]:
+def open_runtime(database_url: str | None, migrate: bool | None = None) -> Iterator[Runtime]:
+    from waystone.cli.agents import default_agents
     from waystone.runtime import Runtime  # imported by the commands that use it: --help is fast
 
     try:
         settings = Settings.from_env(database_url=database_url)
     except ValueError as exc:
         raise BadInput(str(exc)) from exc
-    runtime = Runtime(settings)
+    runtime = Runtime(settings, default_agents, migrate=migrate)
     try:
         yield runtime
     except UnknownThread as exc:

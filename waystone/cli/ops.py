@@ -89,6 +89,7 @@ def worker(
     import logging
 
     from waystone import logs
+    from waystone.cli.agents import default_agents
     from waystone.runtime import Runtime
     from waystone.worker.sync import Worker
 
@@ -104,7 +105,7 @@ def worker(
             settings = Settings.from_env(database_url=database_url, lease_seconds=lease_seconds)
         except ValueError as exc:
             raise BadInput(str(exc)) from exc
-        with Runtime(settings) as rt:
+        with Runtime(settings, default_agents) as rt:
             for handler in logging.getLogger().handlers:
                 handler.addFilter(rt.log_filter())  # no personal data in the logs
             try:
@@ -321,7 +322,7 @@ def demo(
         with (
             tempfile.TemporaryDirectory(prefix="waystone-demo-") as tmp,
             ProviderProcess.start(Path(tmp) / "payments.sqlite3") as provider,
-            open_runtime(database_url) as rt,
+            open_runtime(database_url, migrate=True) as rt,  # a demo makes what it needs
         ):
             os.environ["WAYSTONE_PAYMENTS_URL"] = provider.url
 

@@ -32,7 +32,7 @@ from langgraph._internal._constants import (
 )
 from langgraph.config import get_config
 
-from waystone._runs.leases import lease_ends, lease_ok, progressed
+from waystone._checkpointing.lease_guards import lease_ends, lease_ok, progressed
 from waystone._runs.registry import RunRegistry
 from waystone.effects._keys import canonical_json
 from waystone.effects._ledger import Ledger

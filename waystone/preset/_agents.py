@@ -1,4 +1,4 @@
-"""Which agents a process knows: the examples, plus those ``WAYSTONE_AGENTS`` names."""
+"""The agents ``WAYSTONE_AGENTS`` names (``module:attribute``, comma-separated)."""
 
 from __future__ import annotations
 
@@ -9,19 +9,14 @@ from waystone.errors import BadInput
 from waystone.preset.spec import AgentSpec
 
 
-def default_agents() -> dict[str, AgentSpec]:
-    """The example agents, plus those named by ``WAYSTONE_AGENTS``.
+def named_agents() -> dict[str, AgentSpec]:
+    """The agents ``WAYSTONE_AGENTS`` names, by name.
 
     ``WAYSTONE_AGENTS="mypkg.agents:build_payables,other.mod:AGENT"`` names objects that are
     an :class:`AgentSpec` or a no-argument callable returning one, so the CLI and workers
     know your agents too.
     """
-    from waystone.examples import refund
-
-    agents = {"refund": refund.build()}
-    for spec in load_agents(os.environ.get("WAYSTONE_AGENTS", "")):
-        agents[spec.name] = spec
-    return agents
+    return {spec.name: spec for spec in load_agents(os.environ.get("WAYSTONE_AGENTS", ""))}
 
 
 def load_agents(text: str) -> list[AgentSpec]:

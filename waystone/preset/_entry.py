@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from waystone._runs import driver
 from waystone._runs.catalog import Entry
+from waystone._runs.run_config import graph_config
 from waystone.errors import BadInput
 from waystone.preset._decisions import Decisions
 from waystone.preset._graph.builder import build_graph
@@ -49,7 +49,7 @@ def agent_entry(spec: AgentSpec, parts: Parts) -> Entry:
 
     def reopened(run: Run) -> None:
         rejected = decisions.rejected(graph, run.thread_id)
-        config = driver.graph_config(run.thread_id, lease_token=run.lease_token)
+        config = graph_config(run.thread_id, lease_token=run.lease_token)
         reopen(graph, spec, config, ended_at="authorize" if rejected else None)
 
     return Entry(

@@ -6,6 +6,8 @@ import re
 from functools import cache
 from importlib import resources
 
+from psycopg import sql as pgsql
+
 _NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$", re.MULTILINE)
 _INCLUDE = re.compile(r"^--\s*include:\s*(\w+)\s*$", re.MULTILINE)
 
@@ -48,3 +50,11 @@ def query(name: str) -> str:
         return queries()[name]
     except KeyError:
         raise KeyError(f"no query named {name!r} in queries.sql") from None
+
+
+def composed(name: str, **identifiers: str) -> pgsql.Composed:
+    """Query ``name`` with each ``{field}`` in it replaced by an identifier quoted as one
+    (a ``LISTEN`` channel, a schema): never text pasted into SQL."""
+    return pgsql.SQL(query(name)).format(
+        **{field: pgsql.Identifier(value) for field, value in identifiers.items()}
+    )

@@ -1,14 +1,55 @@
 -- Named queries. Each block starts with `-- name: NAME`; waystone.sql.queries loads them.
 -- Parameters use psycopg's %(name)s style.
 
+-- Schema versions and the migration lock (waystone._db.migrations).
+
+-- name: create_schema_version
+CREATE TABLE IF NOT EXISTS public.waystone_schema_version
+    (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
+
+-- name: schema_version
+SELECT max(version) AS version FROM public.waystone_schema_version;
+
+-- name: stamp_schema_version
+INSERT INTO public.waystone_schema_version (version) VALUES (%(version)s);
+
+-- name: schema_present
+SELECT to_regclass('public.waystone_schema_version') IS NOT NULL AS ours,
+       to_regclass('public.checkpoint_migrations') IS NOT NULL AS langgraph;
+
+-- name: schema_versions
+-- Waystone's version, LangGraph's, the saver version that last set LangGraph's tables
+-- up, and how many of LangGraph's tables carry the fence.
+SELECT (SELECT max(version) FROM public.waystone_schema_version) AS ours,
+       (SELECT max(v) FROM public.checkpoint_migrations) AS langgraph,
+       (SELECT value FROM waystone.settings WHERE name = 'langgraph_set_up_by') AS set_up_by,
+       (SELECT count(*) FROM pg_trigger WHERE tgname = 'waystone_fence') AS fences;
+
+-- name: record_langgraph_set_up_by
+INSERT INTO waystone.settings (name, value) VALUES ('langgraph_set_up_by', %(version)s)
+ON CONFLICT (name) DO UPDATE SET value = excluded.value;
+
+-- name: langgraph_fences
+SELECT count(*) AS n FROM pg_trigger WHERE tgname = 'waystone_fence';
+
+-- name: try_migration_lock
+SELECT pg_try_advisory_lock(%(lock)s) AS ok;
+
+-- name: migration_unlock
+SELECT pg_advisory_unlock(%(lock)s) AS released;
+
 -- name: create_run
-INSERT INTO waystone.runs (thread_id, agent, goal, input, start_key, reason, evidence, actor,
-                          forked_from, key_namespace)
+INSERT INTO waystone.runs AS r (thread_id, agent, goal, input, start_key, reason, evidence,
+                               actor, forked_from, key_namespace)
 SELECT %(thread_id)s, %(agent)s, %(goal)s, %(input)s, %(start_key)s, %(reason)s,
        %(evidence)s, %(actor)s, %(forked_from)s, %(key_namespace)s
 WHERE NOT EXISTS (SELECT 1 FROM waystone.thread_runs t WHERE t.start_key = %(start_key)s)
 ON CONFLICT DO NOTHING
-RETURNING *, 1 AS run_number;
+RETURNING r.thread_id, r.agent, r.state, r.goal, r.input, r.start_key, r.reason, r.evidence,
+          r.lease_token, r.lease_owner, r.lease_expires_at, r.attempts, r.waiting_for,
+          r.wake_at, r.forked_from, r.key_namespace, r.summary, r.pruned_at, r.created_at,
+          r.updated_at, r.wait_id,
+          1 AS run_number;
 
 -- name: begin_run
 -- A new run on a thread whose run ended (done or failed, its checkpoints not pruned), of
@@ -30,13 +71,18 @@ WHERE r.thread_id = m.thread_id AND r.state IN ('done', 'failed') AND r.pruned_a
   -- a key starts one run: one of any thread's runs, the one that ended here included
   AND NOT EXISTS (SELECT 1 FROM waystone.thread_runs t WHERE t.start_key = %(start_key)s)
   AND NOT EXISTS (SELECT 1 FROM waystone.runs x WHERE x.start_key = %(start_key)s)
-RETURNING r.*,
+RETURNING r.thread_id, r.agent, r.state, r.goal, r.input, r.start_key, r.reason, r.evidence,
+    r.lease_token, r.lease_owner, r.lease_expires_at, r.attempts, r.waiting_for, r.wake_at,
+    r.forked_from, r.key_namespace, r.summary, r.pruned_at, r.created_at, r.updated_at,
+    r.wait_id,
     -- the runs before the one that ended (it is kept once this statement ends), it, and this
     2 + (SELECT count(*) FROM waystone.thread_runs t WHERE t.thread_id = r.thread_id)
         AS run_number;
 
 -- name: past_run_by_start_key
-SELECT * FROM waystone.thread_runs WHERE start_key = %(start_key)s;
+SELECT thread_id, number, agent, goal, input, start_key, state, reason, evidence, attempts,
+       last_event, created_at, ended_at
+FROM waystone.thread_runs WHERE start_key = %(start_key)s;
 
 -- name: past_run
 -- One run of a thread that ended before its current one began.
@@ -46,7 +92,9 @@ FROM waystone.thread_runs WHERE thread_id = %(thread_id)s AND number = %(number)
 
 -- name: past_runs
 -- The runs of a thread that ended before its current one began, in order.
-SELECT * FROM waystone.thread_runs WHERE thread_id = %(thread_id)s ORDER BY number;
+SELECT thread_id, number, agent, goal, input, start_key, state, reason, evidence, attempts,
+       last_event, created_at, ended_at
+FROM waystone.thread_runs WHERE thread_id = %(thread_id)s ORDER BY number;
 
 -- name: run_as_shown
 -- How get_run and list_runs begin (included in them, never run alone): a thread's current
@@ -54,7 +102,10 @@ SELECT * FROM waystone.thread_runs WHERE thread_id = %(thread_id)s ORDER BY numb
 -- has resumed it yet (approved_by: the
 -- decision recorded for its wait, not consumed; a wait named before waits had ids takes
 -- any). A rejection ends the run as it is recorded, so only an approval is ever found.
-SELECT r.*,
+SELECT r.thread_id, r.agent, r.state, r.goal, r.input, r.start_key, r.reason, r.evidence,
+       r.lease_token, r.lease_owner, r.lease_expires_at, r.attempts, r.waiting_for,
+       r.wake_at, r.forked_from, r.key_namespace, r.summary, r.pruned_at, r.created_at,
+       r.updated_at, r.wait_id,
        (SELECT s.actor FROM waystone.signals s
         WHERE r.state = 'waiting' AND r.waiting_for = 'approval'
           AND s.thread_id = r.thread_id AND s.name = 'approval' AND s.consumed_at IS NULL
@@ -70,7 +121,11 @@ FROM waystone.runs r
 WHERE r.thread_id = %(thread_id)s;
 
 -- name: get_run_by_start_key
-SELECT * FROM waystone.runs WHERE start_key = %(start_key)s;
+SELECT r.thread_id, r.agent, r.state, r.goal, r.input, r.start_key, r.reason, r.evidence,
+       r.lease_token, r.lease_owner, r.lease_expires_at, r.attempts, r.waiting_for,
+       r.wake_at, r.forked_from, r.key_namespace, r.summary, r.pruned_at, r.created_at,
+       r.updated_at, r.wait_id
+FROM waystone.runs r WHERE r.start_key = %(start_key)s;
 
 -- name: list_runs
 -- include: run_as_shown
@@ -87,7 +142,7 @@ LIMIT %(limit)s;
 -- is done takes no more signals, so every one it never used is spent too (repeats, names
 -- it never waited for: undelivered for good otherwise, in the dashboard and every claim).
 WITH moved AS (
-    UPDATE waystone.runs
+    UPDATE waystone.runs r
     SET state = %(to_state)s, reason = %(reason)s, evidence = %(evidence)s, actor = %(actor)s,
         waiting_for = %(waiting_for)s,
         -- a wait's deadline (kept, or set on the database's clock, never a worker's), and
@@ -100,14 +155,20 @@ WITH moved AS (
         lease_expires_at = CASE WHEN %(to_state)s = 'running' THEN lease_expires_at ELSE NULL END
     WHERE thread_id = %(thread_id)s AND state = ANY(%(from_states)s)
       AND (%(lease_token)s::bigint IS NULL OR lease_token = %(lease_token)s)
-    RETURNING *
+    RETURNING r.thread_id, r.agent, r.state, r.goal, r.input, r.start_key, r.reason,
+        r.evidence, r.lease_token, r.lease_owner, r.lease_expires_at, r.attempts,
+        r.waiting_for, r.wake_at, r.forked_from, r.key_namespace, r.summary, r.pruned_at,
+        r.created_at, r.updated_at, r.wait_id
 ), spent AS (
     UPDATE waystone.signals s SET consumed_at = clock_timestamp()
     FROM moved m
     WHERE %(spend_signals)s AND s.thread_id = m.thread_id AND s.consumed_at IS NULL
       AND (s.reserved_for IS NOT NULL OR s.name = 'approval' OR m.state = 'done')
 )
-SELECT * FROM moved;
+SELECT thread_id, agent, state, goal, input, start_key, reason, evidence, lease_token,
+       lease_owner, lease_expires_at, attempts, waiting_for, wake_at, forked_from,
+       key_namespace, summary, pruned_at, created_at, updated_at, wait_id
+FROM moved;
 
 -- name: end_run
 -- A running run ends: `transition` from running under its lease, spending its signals (all
@@ -116,20 +177,26 @@ SELECT * FROM moved;
 -- 'not running', which the transition table rejects (WS409), and a stale lease token
 -- fails the checkpoint's own fence (WS410); either way the whole transaction rolls back.
 WITH moved AS (
-    UPDATE waystone.runs
+    UPDATE waystone.runs r
     SET state = CASE WHEN state = 'running' THEN %(to_state)s ELSE 'not running' END,
         reason = %(reason)s, evidence = %(evidence)s, actor = 'waystone',
         waiting_for = NULL, wake_at = NULL, wait_id = NULL, lease_owner = NULL,
         lease_expires_at = NULL
     WHERE thread_id = %(thread_id)s AND lease_token = %(lease_token)s
-    RETURNING *
+    RETURNING r.thread_id, r.agent, r.state, r.goal, r.input, r.start_key, r.reason,
+        r.evidence, r.lease_token, r.lease_owner, r.lease_expires_at, r.attempts,
+        r.waiting_for, r.wake_at, r.forked_from, r.key_namespace, r.summary, r.pruned_at,
+        r.created_at, r.updated_at, r.wait_id
 ), spent AS (
     UPDATE waystone.signals s SET consumed_at = clock_timestamp()
     FROM moved m
     WHERE s.thread_id = m.thread_id AND s.consumed_at IS NULL
       AND (s.reserved_for IS NOT NULL OR s.name = 'approval' OR m.state = 'done')
 )
-SELECT * FROM moved;
+SELECT thread_id, agent, state, goal, input, start_key, reason, evidence, lease_token,
+       lease_owner, lease_expires_at, attempts, waiting_for, wake_at, forked_from,
+       key_namespace, summary, pruned_at, created_at, updated_at, wait_id
+FROM moved;
 
 -- name: claim
 -- A worker's claim: the oldest runnable run of the agents it has: queued; waiting with the
@@ -214,9 +281,9 @@ WITH heads AS (
     FOR NO KEY UPDATE SKIP LOCKED
 ), candidate AS (
     SELECT thread_id, state AS prev_state, lease_owner AS prev_owner, updated_at FROM queued_for
-    UNION ALL SELECT * FROM due
-    UNION ALL SELECT * FROM signalled
-    UNION ALL SELECT * FROM expired
+    UNION ALL SELECT thread_id, state, lease_owner, updated_at FROM due
+    UNION ALL SELECT thread_id, state, lease_owner, updated_at FROM signalled
+    UNION ALL SELECT thread_id, state, lease_owner, updated_at FROM expired
     ORDER BY updated_at
     LIMIT 1
 )
@@ -274,7 +341,11 @@ SET state = 'running',
     attempts = r.attempts + 1
 FROM candidate c
 WHERE r.thread_id = c.thread_id
-RETURNING r.*, c.prev_state, c.prev_owner,
+RETURNING r.thread_id, r.agent, r.state, r.goal, r.input, r.start_key, r.reason, r.evidence,
+    r.lease_token, r.lease_owner, r.lease_expires_at, r.attempts, r.waiting_for, r.wake_at,
+    r.forked_from, r.key_namespace, r.summary, r.pruned_at, r.created_at, r.updated_at,
+    r.wait_id,
+    c.prev_state, c.prev_owner,
     -- whether the deadline of its wait (wait_id's) has passed, by the database's clock
     -- (never a worker's); taken over from a worker that claimed it, too
     coalesce(r.wake_at <= clock_timestamp(), false) AS deadline_passed,
@@ -286,6 +357,10 @@ RETURNING r.*, c.prev_state, c.prev_owner,
     -- its number in the thread: the runs that ended before it, and itself
     1 + (SELECT count(*) FROM waystone.thread_runs t WHERE t.thread_id = r.thread_id)
         AS run_number;
+
+-- name: set_lease_token
+-- The lease token this transaction writes under: the fence triggers check it.
+SELECT set_config('waystone.lease_token', %(lease_token)s, true);
 
 -- name: holds_lease
 -- Whether a run is still running under this lease token (not cancelled, not taken over).
@@ -358,7 +433,8 @@ INSERT INTO waystone.crons (cron_id, agent, thread_id, owner, schedule, timezone
 VALUES (%(cron_id)s, %(agent)s, %(thread_id)s, %(owner)s, %(schedule)s, %(timezone)s,
         %(input)s, %(metadata)s, %(on_run_completed)s, %(end_time)s, %(enabled)s,
         %(next_run_date)s)
-RETURNING *;
+RETURNING cron_id, agent, thread_id, owner, schedule, timezone, input, metadata,
+          on_run_completed, end_time, enabled, next_run_date, created_at, updated_at;
 
 -- name: own_thread
 -- A stateless cron's tick thread is its cron's owner's, as a thread that owner made.
@@ -366,7 +442,9 @@ INSERT INTO waystone.thread_owners (thread_id, owner) VALUES (%(thread_id)s, %(o
 ON CONFLICT DO NOTHING;
 
 -- name: get_cron
-SELECT * FROM waystone.crons WHERE cron_id = %(cron_id)s;
+SELECT cron_id, agent, thread_id, owner, schedule, timezone, input, metadata,
+       on_run_completed, end_time, enabled, next_run_date, created_at, updated_at
+FROM waystone.crons WHERE cron_id = %(cron_id)s;
 
 -- name: update_cron
 -- A person's change: what is given replaces what was (updated_at wakes the tickers).
@@ -376,7 +454,8 @@ SET schedule = %(schedule)s, timezone = %(timezone)s, input = %(input)s,
     end_time = %(end_time)s, enabled = %(enabled)s, next_run_date = %(next_run_date)s,
     updated_at = clock_timestamp()
 WHERE cron_id = %(cron_id)s
-RETURNING *;
+RETURNING cron_id, agent, thread_id, owner, schedule, timezone, input, metadata,
+          on_run_completed, end_time, enabled, next_run_date, created_at, updated_at;
 
 -- name: delete_cron
 -- Its ticks (cron_ticks) and the runs they started stay: they are what happened.
@@ -385,7 +464,9 @@ DELETE FROM waystone.crons WHERE cron_id = %(cron_id)s RETURNING cron_id;
 -- name: list_crons
 -- Crons by graph, thread and whether enabled (their metadata is filtered by the caller:
 -- it may be sealed), in the order asked (the column is one of a fixed few, named here).
-SELECT * FROM waystone.crons
+SELECT cron_id, agent, thread_id, owner, schedule, timezone, input, metadata,
+       on_run_completed, end_time, enabled, next_run_date, created_at, updated_at
+FROM waystone.crons
 WHERE (%(agent)s::text IS NULL OR agent = %(agent)s)
   AND (%(owner)s::text IS NULL OR owner = %(owner)s)
   AND (%(thread_id)s::text IS NULL OR thread_id = %(thread_id)s)
@@ -407,13 +488,19 @@ ORDER BY CASE WHEN %(desc)s THEN
          cron_id
 LIMIT %(limit)s;
 
+-- name: listen
+LISTEN {channel};
+
 -- name: now
 SELECT clock_timestamp() AS now;
 
 -- name: claim_due_cron
 -- One due cron of these graphs, locked until the ticker's transaction ends (its run made
 -- and its next tick set, or nothing): another ticker passes it by, and a delete waits.
-SELECT c.*, clock_timestamp() AS now
+SELECT c.cron_id, c.agent, c.thread_id, c.owner, c.schedule, c.timezone, c.input,
+       c.metadata, c.on_run_completed, c.end_time, c.enabled, c.next_run_date, c.created_at,
+       c.updated_at,
+       clock_timestamp() AS now
 FROM waystone.crons c
 WHERE c.enabled AND c.agent = ANY(%(agents)s::text[])
   AND c.next_run_date <= clock_timestamp()
@@ -442,6 +529,75 @@ FROM waystone.crons c
 WHERE c.enabled AND c.agent = ANY(%(agents)s::text[])
   AND (c.end_time IS NULL OR c.next_run_date <= c.end_time);
 
+-- name: webhook_lock_run
+-- The thread's run, locked against its stop until a webhook's arming commits: a stop
+-- that commits first is seen (and the webhook made due at once), one that comes after
+-- waits for the armed row and finds it.
+SELECT r.state, r.reason, 1 + (SELECT count(*) FROM waystone.thread_runs t
+                               WHERE t.thread_id = r.thread_id) AS number
+FROM waystone.runs r WHERE r.thread_id = %(thread_id)s FOR SHARE;
+
+-- name: arm_webhook
+INSERT INTO waystone.webhooks (thread_id, run_number, url)
+VALUES (%(thread_id)s, %(number)s, %(url)s)
+RETURNING id;
+
+-- name: webhook_due_now
+-- A run that stopped before its webhook was armed: due at once, as the stop's trigger
+-- would have made it (a run that ended before the thread's current one: its own end,
+-- the thread's latest checkpoint being another run's).
+UPDATE waystone.webhooks w
+SET status = 'due', due_at = clock_timestamp(), next_at = clock_timestamp(),
+    run_state = coalesce(t.state, %(state)s), run_reason = coalesce(t.reason, %(reason)s),
+    checkpoint_id = CASE WHEN t.number IS NULL THEN
+        (SELECT c.checkpoint_id FROM public.checkpoints c
+         WHERE c.thread_id = w.thread_id AND c.checkpoint_ns = ''
+         ORDER BY c.checkpoint_id DESC LIMIT 1) END
+FROM (SELECT 1) one
+LEFT JOIN waystone.thread_runs t ON t.thread_id = %(thread_id)s AND t.number = %(number)s
+WHERE w.id = %(id)s;
+
+-- name: notify_webhook
+SELECT pg_notify('waystone_webhook', %(thread_id)s);
+
+-- name: disarm_webhook
+DELETE FROM waystone.webhooks WHERE id = %(id)s AND status = 'armed';
+
+-- name: claim_webhook
+-- The first due delivery no other worker holds, leased to %(owner)s.
+UPDATE waystone.webhooks w
+SET lease_token = w.lease_token + 1, lease_owner = %(owner)s, attempts = w.attempts + 1,
+    lease_until = clock_timestamp() + make_interval(secs => %(lease_s)s)
+WHERE w.id = (SELECT id FROM waystone.webhooks
+              WHERE status = 'due' AND next_at <= clock_timestamp()
+                AND (lease_until IS NULL OR lease_until <= clock_timestamp())
+              ORDER BY next_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+RETURNING w.id, w.thread_id, w.run_number, w.url, w.run_state, w.run_reason,
+          w.checkpoint_id, w.due_at, w.attempts, w.lease_token, w.lease_until;
+
+-- name: webhook_run
+-- The run a delivery is for: the thread's current one, or one that ended before it.
+SELECT agent, created_at FROM waystone.thread_runs WHERE thread_id = %(thread_id)s
+  AND number = %(number)s
+UNION ALL
+SELECT agent, created_at FROM waystone.runs WHERE thread_id = %(thread_id)s
+LIMIT 1;
+
+-- name: next_webhook_due
+SELECT extract(epoch FROM min(greatest(next_at, coalesce(lease_until, next_at)))
+               - clock_timestamp()) AS seconds
+FROM waystone.webhooks WHERE status = 'due';
+
+-- name: finish_webhook
+-- An outcome lands only under the lease it was claimed with: a worker that lost its
+-- lease (paused past it while another one took the delivery over) records nothing.
+UPDATE waystone.webhooks
+SET status = %(status)s, last_error = %(error)s, lease_until = NULL, lease_owner = NULL,
+    next_at = clock_timestamp() + make_interval(secs => %(delay_s)s),
+    done_at = CASE WHEN %(status)s = 'due' THEN NULL ELSE clock_timestamp() END
+WHERE id = %(id)s AND lease_token = %(lease_token)s AND status = 'due'
+RETURNING id;
+
 -- name: bounded
 -- This transaction's waits for a lock and its statements are cut off after %(limit)s
 -- (e.g. '250ms'): for a heartbeat, which must not hold up the others.
@@ -459,7 +615,9 @@ INSERT INTO waystone.run_events (thread_id, kind, reason, evidence, actor, lease
 VALUES (%(thread_id)s, %(kind)s, %(reason)s, %(evidence)s, %(actor)s, %(lease_token)s);
 
 -- name: list_events
-SELECT * FROM waystone.run_events WHERE thread_id = %(thread_id)s ORDER BY id;
+SELECT id, thread_id, kind, from_state, to_state, reason, evidence, actor, lease_token,
+       created_at
+FROM waystone.run_events WHERE thread_id = %(thread_id)s ORDER BY id;
 
 -- name: record_signal
 -- Only while the thread's run can still use it: a run that failed had its signals settled
@@ -471,14 +629,19 @@ FROM waystone.runs r
 WHERE r.thread_id = %(thread_id)s AND r.state NOT IN ('done', 'failed')
 FOR SHARE OF r
 ON CONFLICT (thread_id, name, dedupe_key) DO NOTHING
-RETURNING *;
+RETURNING id, thread_id, name, dedupe_key, payload, actor, created_at, reserved_for,
+          consumed_at;
 
 -- name: get_signal
-SELECT * FROM waystone.signals
+SELECT id, thread_id, name, dedupe_key, payload, actor, created_at, reserved_for,
+       consumed_at
+FROM waystone.signals
 WHERE thread_id = %(thread_id)s AND name = %(name)s AND dedupe_key = %(dedupe_key)s;
 
 -- name: pending_signals
-SELECT * FROM waystone.signals
+SELECT id, thread_id, name, dedupe_key, payload, actor, created_at, reserved_for,
+       consumed_at
+FROM waystone.signals
 WHERE thread_id = %(thread_id)s AND consumed_at IS NULL
 ORDER BY id;
 
@@ -508,10 +671,14 @@ WHERE id = %(id)s AND consumed_at IS NULL
 RETURNING id;
 
 -- name: get_effect
-SELECT * FROM waystone.effects WHERE key = %(key)s;
+SELECT key, thread_id, ordinal, tool, args, status, attempts, receipt, confirmation, error,
+       created_at, updated_at, tool_call_id
+FROM waystone.effects WHERE key = %(key)s;
 
 -- name: list_effects
-SELECT * FROM waystone.effects WHERE thread_id = %(thread_id)s ORDER BY ordinal, created_at;
+SELECT key, thread_id, ordinal, tool, args, status, attempts, receipt, confirmation, error,
+       created_at, updated_at, tool_call_id
+FROM waystone.effects WHERE thread_id = %(thread_id)s ORDER BY ordinal, created_at;
 
 -- name: effects_of_tool_calls
 -- The effects made for the given tool calls of a thread; and, of the thread's effects
@@ -540,11 +707,14 @@ WITH counted AS (
         status = CASE WHEN waystone.effects.status IN ('unknown', 'intent', 'interrupted',
                                                        'absent')
                       THEN 'intent' ELSE waystone.effects.status END
-    RETURNING *
+    RETURNING key, thread_id, ordinal, tool, args, status, attempts, receipt, confirmation,
+              error, created_at, updated_at, tool_call_id
 ), deadline AS (
 -- include: deadline_of
 )
-SELECT * FROM counted;
+SELECT key, thread_id, ordinal, tool, args, status, attempts, receipt, confirmation, error,
+       created_at, updated_at, tool_call_id
+FROM counted;
 
 -- name: deadline_of
 -- How the intents end (included in them, never run alone): the call the intent is for
@@ -566,13 +736,20 @@ WITH counted AS (
     VALUES (%(key)s, %(thread_id)s, %(ordinal)s, %(tool)s, %(args)s, 'intent', 1,
             %(tool_call_id)s)
     ON CONFLICT (key) DO NOTHING
-    RETURNING *
+    RETURNING key, thread_id, ordinal, tool, args, status, attempts, receipt, confirmation,
+              error, created_at, updated_at, tool_call_id
 ), deadline AS (
 -- include: deadline_of
 )
-SELECT *, true AS fresh FROM counted
+SELECT key, thread_id, ordinal, tool, args, status, attempts, receipt, confirmation, error,
+       created_at, updated_at, tool_call_id,
+       true AS fresh
+FROM counted
 UNION ALL
-SELECT *, false AS fresh FROM waystone.effects
+SELECT key, thread_id, ordinal, tool, args, status, attempts, receipt, confirmation, error,
+       created_at, updated_at, tool_call_id,
+       false AS fresh
+FROM waystone.effects
 WHERE key = %(key)s AND NOT EXISTS (SELECT 1 FROM counted);
 
 -- name: ride_intent
@@ -584,7 +761,8 @@ INSERT INTO waystone.effects
 VALUES (%(key)s, %(thread_id)s, %(ordinal)s, %(tool)s, %(args)s, 'intent', 1,
         %(tool_call_id)s)
 ON CONFLICT (key) DO NOTHING
-RETURNING *;
+RETURNING key, thread_id, ordinal, tool, args, status, attempts, receipt, confirmation,
+          error, created_at, updated_at, tool_call_id;
 
 -- name: hand_back_intents
 -- A run that stopped between authorize and execute (drained) hands back the intents that
@@ -614,7 +792,8 @@ SET status = %(status)s,
     error = %(error)s,
     updated_at = clock_timestamp()
 WHERE key = %(key)s
-RETURNING *;
+RETURNING key, thread_id, ordinal, tool, args, status, attempts, receipt, confirmation,
+          error, created_at, updated_at, tool_call_id;
 
 -- name: update_effect_noted
 -- update_effect plus its event on the run's history, in one statement: the event is
@@ -627,13 +806,16 @@ WITH changed AS (
         error = %(error)s,
         updated_at = clock_timestamp()
     WHERE key = %(key)s
-    RETURNING *
+    RETURNING key, thread_id, ordinal, tool, args, status, attempts, receipt, confirmation,
+              error, created_at, updated_at, tool_call_id
 ), noted AS (
     INSERT INTO waystone.run_events (thread_id, kind, reason, evidence, actor, lease_token)
     SELECT %(thread_id)s, %(kind)s, %(reason)s, %(evidence)s, 'waystone', %(lease_token)s
     FROM changed
 )
-SELECT * FROM changed;
+SELECT key, thread_id, ordinal, tool, args, status, attempts, receipt, confirmation, error,
+       created_at, updated_at, tool_call_id
+FROM changed;
 
 -- name: interrupt_effect
 -- The call raised interrupt() (or another of LangGraph's control-flow exceptions): it did
@@ -728,6 +910,15 @@ SELECT extract(epoch FROM coalesce(d.deadline, e.updated_at + make_interval(secs
 FROM waystone.effects e LEFT JOIN waystone.effect_deadlines d ON d.key = e.key
 WHERE e.key = %(key)s;
 
+-- name: checkpoint_by_id_where
+-- Ends LangGraph's SELECT_SQL as its own aget_tuple does (the async saver's read of one
+-- checkpoint): the checkpoint named.
+WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s
+
+-- name: latest_checkpoint_where
+-- As checkpoint_by_id_where: the thread's newest checkpoint in the namespace.
+WHERE thread_id = %s AND checkpoint_ns = %s ORDER BY checkpoint_id DESC LIMIT 1
+
 -- name: has_checkpoint
 -- Whether a run has the checkpoint a fork names.
 SELECT 1 AS found FROM public.checkpoints WHERE thread_id = %(thread_id)s AND checkpoint_id = %(at)s
@@ -766,6 +957,22 @@ WHERE c.metadata->>'run_id' = ANY(%(run_ids)s)
 -- name: delete_checkpoints_for_runs
 DELETE FROM public.checkpoints WHERE metadata->>'run_id' = ANY(%(run_ids)s);
 
+-- name: prune_candidates
+-- Runs that ended (%(ended)s) more than %(age)s ago and still have their checkpoints.
+SELECT r.thread_id, r.agent, r.state, r.updated_at,
+       (SELECT count(*) FROM public.checkpoints c WHERE c.thread_id = r.thread_id) AS checkpoints
+FROM waystone.runs r
+WHERE r.state = ANY(%(ended)s) AND r.pruned_at IS NULL
+  AND r.updated_at < clock_timestamp() - %(age)s::interval
+ORDER BY r.updated_at
+LIMIT %(limit)s;
+
+-- name: mark_pruned
+-- Only while it has still ended (a run requeued meanwhile is active again).
+UPDATE waystone.runs SET summary = %(summary)s, pruned_at = clock_timestamp()
+WHERE thread_id = %(thread_id)s AND state = ANY(%(ended)s) AND pruned_at IS NULL
+RETURNING thread_id;
+
 -- name: open_web_session
 -- A login: the new session, and away with those that have expired (logins are rare; the
 -- table stays as small as the number of open sessions).
@@ -781,6 +988,26 @@ WHERE key = %(key)s AND expires_at > clock_timestamp();
 
 -- name: revoke_web_session
 DELETE FROM waystone.web_sessions WHERE key = %(key)s;
+
+-- name: mark_vault_key
+-- The fingerprint of the key this database's vault is sealed with: the first one set.
+INSERT INTO waystone.settings (name, value) VALUES ('vault_key', %(mark)s)
+ON CONFLICT (name) DO NOTHING;
+
+-- name: vault_key
+SELECT value FROM waystone.settings WHERE name = 'vault_key';
+
+-- name: store_in_vault
+INSERT INTO waystone.vault (token, kind, ciphertext) VALUES (%(token)s, %(kind)s, %(sealed)s)
+ON CONFLICT (token) DO NOTHING;
+
+-- name: open_vault
+SELECT ciphertext FROM waystone.vault WHERE token = %(token)s;
+
+-- name: erase_from_vault
+UPDATE waystone.vault SET ciphertext = NULL, erased_at = clock_timestamp()
+WHERE token = ANY(%(tokens)s) AND ciphertext IS NOT NULL
+RETURNING token;
 
 -- name: step_times
 -- Each node's steps, mean and p95 (ms), every run's, for the dashboard (see
@@ -934,6 +1161,125 @@ WHERE c.thread_id = %(thread_id)s AND c.checkpoint_ns = ''
 ORDER BY c.checkpoint_id DESC
 LIMIT 1;
 
+-- name: snapshot_transaction
+-- The dashboard reads one consistent picture, and writes nothing.
+SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY;
+
+-- name: approved_by
+-- Who approved the action a waiting run r waits on, while no worker has resumed it
+-- (included in the dashboard's queries, never run alone): as run_as_shown's approved_by.
+(SELECT s.actor FROM waystone.signals s
+ WHERE r.state = 'waiting' AND r.waiting_for = 'approval'
+   AND s.thread_id = r.thread_id AND s.name = 'approval' AND s.consumed_at IS NULL
+   AND (r.wait_id IS NULL OR s.dedupe_key = r.wait_id)
+ ORDER BY s.id
+ LIMIT 1)
+
+-- name: dashboard_counts
+SELECT state, count(*)::bigint AS n
+FROM waystone.runs
+GROUP BY state;
+
+-- name: dashboard_active_runs
+SELECT r.thread_id, r.agent, r.state, r.reason, r.lease_owner,
+       extract(epoch FROM now() - r.created_at)::float8 AS age_s,
+-- include: approved_by
+           AS approved_by
+FROM waystone.runs r
+WHERE r.state = ANY(%(states)s)
+ORDER BY r.created_at, r.thread_id
+LIMIT %(limit)s;
+
+-- name: dashboard_retries
+-- Retry events, named by the step that retried, plus every effect attempt beyond the first.
+WITH kinds (kind, step) AS (
+    SELECT u.kind, u.step FROM unnest(%(kinds)s::text[], %(steps)s::text[]) AS u (kind, step)
+),
+retries AS (
+    SELECT k.step, count(*)::bigint AS retries
+    FROM waystone.run_events e
+    JOIN kinds k ON k.kind = e.kind
+    GROUP BY k.step
+    UNION ALL
+    SELECT 'execute:' || tool AS step, sum(greatest(attempts - 1, 0))::bigint AS retries
+    FROM waystone.effects
+    GROUP BY tool
+)
+SELECT step, retries
+FROM retries
+WHERE retries > 0
+ORDER BY retries DESC, step
+LIMIT %(limit)s;
+
+-- name: dashboard_pending_approvals
+-- Runs waiting for a decision: an approved one waits for a worker, not for a person.
+SELECT r.thread_id, r.agent,
+       extract(epoch FROM now() - r.updated_at)::float8 AS waiting_s,
+       r.evidence -> 'pending_approval' ->> 'tool' AS tool,
+       r.evidence -> 'pending_approval' ->> 'reason' AS reason
+FROM waystone.runs r
+WHERE r.state = 'waiting' AND r.waiting_for = 'approval' AND
+-- include: approved_by
+      IS NULL
+ORDER BY r.updated_at, r.thread_id
+LIMIT %(limit)s;
+
+-- name: dashboard_pending_signals
+SELECT thread_id, agent, waiting_for, wake_at,
+       extract(epoch FROM now() - updated_at)::float8 AS waiting_s
+FROM waystone.runs
+WHERE state = 'waiting' AND waiting_for IS DISTINCT FROM 'approval'
+  AND waiting_for IS DISTINCT FROM 'resume'
+ORDER BY updated_at, thread_id
+LIMIT %(limit)s;
+
+-- name: dashboard_pending_interrupts
+-- Runs of a user's graph waiting on its interrupt() calls: what `waystone resume` answers
+-- (their values are not shown when encryption seals the run's evidence).
+SELECT thread_id, agent,
+       extract(epoch FROM now() - updated_at)::float8 AS waiting_s,
+       CASE WHEN jsonb_typeof(evidence -> 'interrupts') = 'array'
+            THEN evidence -> 'interrupts' END AS interrupts
+FROM waystone.runs
+WHERE state = 'waiting' AND waiting_for = 'resume'
+ORDER BY updated_at, thread_id
+LIMIT %(limit)s;
+
+-- name: dashboard_undelivered_signals
+SELECT thread_id, name, extract(epoch FROM now() - created_at)::float8 AS age_s
+FROM waystone.signals
+WHERE consumed_at IS NULL
+ORDER BY created_at, id
+LIMIT %(limit)s;
+
+-- name: follow_marks
+-- What tells the server's streams that a run moved: each followed thread's run row and
+-- newest checkpoint.
+SELECT t.thread_id, r.state, r.updated_at, r.lease_token,
+       (SELECT max(c.checkpoint_id) FROM public.checkpoints c
+         WHERE c.thread_id = t.thread_id AND c.checkpoint_ns = '') AS newest
+  FROM unnest(%(threads)s::text[]) AS t(thread_id)
+  LEFT JOIN waystone.runs r USING (thread_id);
+
+-- name: root_checkpoints_after
+-- A stream's next checkpoints of the graph itself, in order.
+SELECT checkpoint_ns, checkpoint_id FROM public.checkpoints
+WHERE thread_id = %(thread_id)s AND checkpoint_ns = '' AND checkpoint_id > %(after)s
+ORDER BY checkpoint_id;
+
+-- name: subgraph_checkpoints_from
+-- A stream's checkpoints of subgraphs since its run's first, in order.
+SELECT checkpoint_ns, checkpoint_id FROM public.checkpoints
+WHERE thread_id = %(thread_id)s AND checkpoint_ns <> '' AND checkpoint_id >= %(first)s
+ORDER BY checkpoint_id;
+
+-- name: subgraph_checkpoints_between
+-- As subgraph_checkpoints_from, up to (without) the graph's checkpoint %(before)s.
+SELECT checkpoint_ns, checkpoint_id FROM public.checkpoints
+WHERE thread_id = %(thread_id)s AND checkpoint_ns <> '' AND checkpoint_id >= %(first)s
+  AND checkpoint_id < %(before)s
+ORDER BY checkpoint_id;
+
 -- name: create_thread
 -- A thread made before its first run, owned by %(owner)s when given; none when the id is
 -- taken, by a thread or a run.
@@ -1029,7 +1375,8 @@ VALUES (%(thread_id)s, %(number)s, %(agent)s, %(goal)s, %(input)s, %(evidence)s,
 SELECT waystone.begin_pending(%(thread_id)s) AS begun;
 
 -- name: pending_runs
-SELECT * FROM waystone.pending_runs WHERE thread_id = %(thread_id)s ORDER BY number;
+SELECT thread_id, number, agent, created_at
+FROM waystone.pending_runs WHERE thread_id = %(thread_id)s ORDER BY number;
 
 -- name: copy_checkpoint_as_latest
 -- The thread's state at checkpoint %(at)s again, as its newest checkpoint (a rollback:

@@ -37,10 +37,7 @@ def create_app(
     bytes (by default ``WAYSTONE_MAX_BODY_BYTES``, or 1 MiB); a larger one gets 413.
     """
     from starlette.applications import Starlette
-    from starlette.exceptions import HTTPException
     from starlette.middleware import Middleware
-    from starlette.requests import Request
-    from starlette.responses import Response
 
     from waystone.errors import BadInput
     from waystone.web import operator, owners, pages
@@ -48,7 +45,7 @@ def create_app(
     from waystone.web.calls import Site
     from waystone.web.gate import Gate
     from waystone.web.guard import Guard, max_body_bytes
-    from waystone.web.replies import error_reply, kind_of, route_path
+    from waystone.web.replies import HANDLERS
     from waystone.web.security import SessionStore, parse_allowed_hosts
 
     if token is None:
@@ -60,17 +57,6 @@ def create_app(
     limit = max_body_bytes() if max_body is None else max_body
     site = Site(runtime, Gate(token or None, public_reads, SessionStore(runtime.connection)))
 
-    async def refused(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, HTTPException)
-        path = route_path(request.scope)
-        message = f"no such page or endpoint: {path}"
-        if exc.status_code != 404:
-            message = f"{request.method} is not allowed here"
-        root = request.scope.get("root_path", "")
-        return error_reply(
-            kind_of(path, request.method), exc.status_code, message, exc.headers, root
-        )
-
     api = Api(runtime, owners.from_env(os.environ, token or None))
 
     @contextlib.asynccontextmanager
@@ -81,6 +67,6 @@ def create_app(
     return Starlette(
         routes=[*api.routes(), *operator.routes(site), *pages.routes(site)],
         middleware=[Middleware(Guard, hosts=hosts, max_body=limit)],
-        exception_handlers={HTTPException: refused},
+        exception_handlers=HANDLERS,
         lifespan=lifespan,
     )

@@ -23,24 +23,25 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from waystone._identifiers import check_identifier
-from waystone._json_input import parse_json_input
 from waystone._runs import breakpoints
-from waystone._runs.multitask import STRATEGIES
 from waystone._runs.options import RunOptions
 from waystone._runs.rollback import lineage
 from waystone._runs.signals import RESUME
 from waystone._runs.threads import SEARCH_LIMIT
 from waystone._webhooks.policy import Policy
-from waystone.errors import (
-    BadInput,
-    TransitionNotAllowed,
-    UnknownRun,
-    UnknownThread,
-    WaystoneError,
+from waystone.errors import UnknownRun, UnknownThread
+from waystone.web import crons, follow, run_options, shapes, stream, thread_edits
+from waystone.web.bodies import (
+    AssistantSearch,
+    History,
+    RunCreate,
+    ThreadCreate,
+    ThreadSearch,
 )
-from waystone.web import follow, run_options, shapes, stream, thread_edits
 from waystone.web.follower import Follower
+from waystone.web.inputs import Paged, read, validated
 from waystone.web.owners import Tokens
+from waystone.web.replies import HttpError
 
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
@@ -73,12 +74,6 @@ NOT_COMMITTED = {
 }
 
 
-class ApiError(Exception):
-    def __init__(self, status: int, detail: str) -> None:
-        super().__init__(detail)
-        self.status, self.detail = status, detail
-
-
 class Api:
     """The routes, on one runtime. ``tokens``: what a request must carry (``x-api-key``,
     or ``Authorization: Bearer``), the operator's or an owner's (a bare string: the
@@ -95,9 +90,7 @@ class Api:
         self.follower = Follower(rt)
 
     def routes(self) -> list[Route]:
-        from waystone.web import crons
-
-        r, w = self._reads, self._changes
+        r, w = self.reads, self.changes
         return [
             *crons.routes(self),
             Route("/ok", self.ok, methods=["GET"]),  # a health check carries no token
@@ -128,31 +121,22 @@ class Api:
             Route("/runs/stream", w(self.stream_stateless), methods=["POST"]),
         ]
 
-    # -- auth and errors -------------------------------------------------------------------
+    # -- auth ------------------------------------------------------------------------------
 
-    def _reads(self, handler: Handler) -> Handler:
+    def reads(self, handler: Handler) -> Handler:
+        """``handler`` for any reader (what it raises: :mod:`waystone.web.replies`)."""
         return self._guarded(handler, change=False)
 
-    def _changes(self, handler: Handler) -> Handler:
+    def changes(self, handler: Handler) -> Handler:
+        """``handler`` for a caller that may change things."""
         return self._guarded(handler, change=True)
 
     def _guarded(self, handler: Handler, *, change: bool) -> Handler:
         async def guarded(request: Request) -> Response:
-            try:
-                request.state.owner = self._caller(request, change)
-                _check_path(request)
-                await self._check_owner(request, handler)
-                return await handler(request)
-            except ApiError as exc:
-                return JSONResponse({"detail": exc.detail}, status_code=exc.status)
-            except UnknownThread as exc:
-                return JSONResponse({"detail": str(exc)}, status_code=404)
-            except TransitionNotAllowed as exc:
-                return JSONResponse({"detail": str(exc)}, status_code=409)
-            except BadInput as exc:
-                return JSONResponse({"detail": str(exc)}, status_code=400)
-            except WaystoneError as exc:
-                return JSONResponse({"detail": str(exc)}, status_code=503)
+            request.state.owner = self._caller(request, change)
+            _check_path(request)
+            await self._check_owner(request, handler)
+            return await handler(request)
 
         return guarded
 
@@ -161,7 +145,7 @@ class Api:
         reading a server with no token); 401 when it needs a token and has none of them."""
         if not self.tokens.any:
             if change:
-                raise ApiError(401, "the server has no WAYSTONE_API_TOKEN: it only reads")
+                raise HttpError(401, "the server has no WAYSTONE_API_TOKEN: it only reads")
             return None
         given = request.headers.get("x-api-key") or ""
         scheme, _, bearer = request.headers.get("authorization", "").partition(" ")
@@ -169,7 +153,7 @@ class Api:
             given = given or bearer.strip()
         found, owner = self.tokens.caller(given)
         if not found:
-            raise ApiError(401, "this needs an API token (x-api-key or Authorization: Bearer)")
+            raise HttpError(401, "this needs an API token (x-api-key or Authorization: Bearer)")
         return owner
 
     async def _check_owner(self, request: Request, handler: Handler) -> None:
@@ -192,9 +176,9 @@ class Api:
         nothing told. With ``?check_db=1``, only once Postgres answers too (503 if not)."""
         check_db = request.query_params.get("check_db", "0")
         if check_db not in ("0", "1"):
-            return JSONResponse({"detail": "check_db must be 0 or 1"}, status_code=400)
+            raise HttpError(400, "check_db must be 0 or 1")
         if check_db == "1" and not await run_in_threadpool(self.rt.database_ok, HEALTH_WAIT_S):
-            return JSONResponse({"detail": "the database is unreachable"}, status_code=503)
+            raise HttpError(503, "the database is unreachable")
         return JSONResponse({"ok": True})
 
     async def info(self, request: Request) -> Response:
@@ -202,7 +186,7 @@ class Api:
 
         return JSONResponse({"version": version("waystone"), "flags": {"assistants": True}})
 
-    def _graph_id(self, assistant: str) -> str:
+    def graph_id(self, assistant: str) -> str:
         """The graph an assistant id (or a graph's name) names; 404 if none."""
         names = self.rt.names()
         if assistant in names:
@@ -210,32 +194,30 @@ class Api:
         for name in names:
             if shapes.assistant_id(name) == assistant:
                 return name
-        raise ApiError(404, f"assistant {assistant!r} not found (graphs: {', '.join(names)})")
+        raise HttpError(404, f"assistant {assistant!r} not found (graphs: {', '.join(names)})")
 
     async def search_assistants(self, request: Request) -> Response:
-        body = await _body(request)
-        graph_id, name = body.get("graph_id"), body.get("name")
-        limit, offset = _page(body)
+        body = await read(request, AssistantSearch)
         found = [
             shapes.assistant(n, self.since)
             for n in self.rt.names()
-            if (graph_id is None or n == graph_id) and (name is None or n == name)
+            if body.graph_id in (None, n) and body.name in (None, n)
         ]
-        return JSONResponse(found[offset : offset + limit])
+        return JSONResponse(found[body.window])
 
     async def get_assistant(self, request: Request) -> Response:
-        graph_id = self._graph_id(request.path_params["assistant_id"])
+        graph_id = self.graph_id(request.path_params["assistant_id"])
         return JSONResponse(shapes.assistant(graph_id, self.since))
 
     async def assistant_graph(self, request: Request) -> Response:
-        graph_id = self._graph_id(request.path_params["assistant_id"])
+        graph_id = self.graph_id(request.path_params["assistant_id"])
         xray = request.query_params.get("xray", "false").lower() in ("1", "true")
         graph = await run_in_threadpool(self.rt.graph, graph_id)
         drawn = await run_in_threadpool(lambda: graph.get_graph(xray=xray).to_json())
         return JSONResponse(shapes.jsonable(drawn))
 
     async def assistant_schemas(self, request: Request) -> Response:
-        graph_id = self._graph_id(request.path_params["assistant_id"])
+        graph_id = self.graph_id(request.path_params["assistant_id"])
         graph = await run_in_threadpool(self.rt.graph, graph_id)
         return JSONResponse(
             {
@@ -251,44 +233,41 @@ class Api:
     # -- threads ---------------------------------------------------------------------------
 
     async def create_thread(self, request: Request) -> Response:
-        body = await _body(request)
+        body = await read(request, ThreadCreate)
         made = await run_in_threadpool(
             lambda: self.rt.create_thread(
-                body.get("thread_id"),
-                metadata=body.get("metadata"),
-                if_exists=body.get("if_exists") or "raise",
+                body.thread_id,
+                metadata=body.metadata,
+                if_exists=body.if_exists or "raise",
                 owner=request.state.owner,
             )
         )
-        return JSONResponse(await run_in_threadpool(self._thread, made.thread_id))
+        return JSONResponse(await run_in_threadpool(self.shown_thread, made.thread_id))
 
     async def get_thread(self, request: Request) -> Response:
-        return JSONResponse(await run_in_threadpool(self._thread, request.path_params["thread_id"]))
+        thread_id = request.path_params["thread_id"]
+        return JSONResponse(await run_in_threadpool(self.shown_thread, thread_id))
 
     async def search_threads(self, request: Request) -> Response:
-        body = await _body(request)
-        limit, offset = _page(body)
-        status = body.get("status")
-        metadata = body.get("metadata")
-        if metadata is not None and not isinstance(metadata, dict):
-            raise ApiError(400, "metadata must be a JSON object")
-
+        body = await read(request, ThreadSearch)
+        limit, offset, metadata = max(body.limit, 1), body.offset, body.metadata
         owner = request.state.owner
 
         def search() -> list[dict[str, Any]]:
-            if status is None:
+            if body.status is None:
                 found = self.rt.search_threads(
                     metadata=metadata, limit=limit, offset=offset, owner=owner
                 )
-                return [self._thread(t.thread_id) for t in found]
+                return [self.shown_thread(t.thread_id) for t in found]
             # the status is each thread's run's: read on every thread, then paged
             found = self.rt.search_threads(metadata=metadata, limit=SEARCH_LIMIT, owner=owner)
-            shown = [self._thread(t.thread_id) for t in found]
-            return [t for t in shown if t["status"] == status][offset : offset + limit]
+            shown = [self.shown_thread(t.thread_id) for t in found]
+            return [t for t in shown if t["status"] == body.status][body.window]
 
         return JSONResponse(await run_in_threadpool(search))
 
-    def _thread(self, thread_id: str) -> dict[str, Any]:
+    def shown_thread(self, thread_id: str) -> dict[str, Any]:
+        """The thread as the reference shows it (``langgraph_sdk.schema.Thread``)."""
         found = self.rt.thread(thread_id)
         snapshot = self._snapshot(thread_id, found.agent)
         return shapes.thread(found, snapshot)
@@ -309,10 +288,11 @@ class Api:
 
     async def thread_history(self, request: Request) -> Response:
         thread_id = request.path_params["thread_id"]
-        body = await _body(request) if request.method == "POST" else {}
-        limit = _int(body.get("limit", request.query_params.get("limit", 10)), "limit")
+        query = validated(Paged, dict(request.query_params), "the query", strict=False)
+        body = await read(request, History) if request.method == "POST" else History()
+        limit = query.limit if body.limit is None else body.limit
 
-        def read() -> list[dict[str, Any]]:
+        def states() -> list[dict[str, Any]]:
             found = self.rt.thread(thread_id)
             if found.agent is None or found.agent not in self.rt.names():
                 return []
@@ -320,66 +300,65 @@ class Api:
             history = lineage(graph.get_state_history(self.rt.config(thread_id)))
             return [shapes.state(thread_id, snap) for snap in history[:limit]]
 
-        return JSONResponse(await run_in_threadpool(read))
+        return JSONResponse(await run_in_threadpool(states))
 
     # -- runs ------------------------------------------------------------------------------
 
     async def create_run(self, request: Request) -> Response:
         thread_id = request.path_params["thread_id"]
-        body = await _body(request)
+        body = await read(request, RunCreate)
         status, assistant = await self._create(thread_id, body, request.state.owner)
-        metadata = body.get("metadata") if body.get("command") is None else None
+        metadata = body.metadata if body.command is None else None
         return JSONResponse(shapes.run(status, assistant, metadata))
 
     async def wait_run(self, request: Request) -> Response:
         thread_id = request.path_params["thread_id"]
-        status, _ = await self._create(thread_id, await _body(request), request.state.owner)
+        body = await read(request, RunCreate)
+        status, _ = await self._create(thread_id, body, request.state.owner)
         return JSONResponse(await self._settled(status))
 
     async def wait_stateless(self, request: Request) -> Response:
-        body = {**(await _body(request)), "if_not_exists": "create"}
+        body = (await read(request, RunCreate)).model_copy(update={"if_not_exists": "create"})
         # the thread is made by the run's creation, once the request is found good
         status, _ = await self._create(str(uuid.uuid4()), body, request.state.owner)
         return JSONResponse(await self._settled(status))
 
     async def _create(
-        self, thread_id: str, body: dict[str, Any], owner: str | None = None
+        self, thread_id: str, body: RunCreate, owner: str | None = None
     ) -> tuple[RunStatus, str]:
         """A new run on the thread (made for ``owner`` if it does not exist and the body
         says to), or an answer to the interrupt its run waits on."""
-        given = [k for k in UNSUPPORTED if body.get(k) not in (None, {}, [], False)]
+        given = [k for k in UNSUPPORTED if getattr(body, k) not in (None, {}, [], False)]
         if given:
-            raise ApiError(
+            raise HttpError(
                 422, f"Waystone does not support {', '.join(given)} on a run yet; leave it out"
             )
-        strategy = body.get("multitask_strategy") or "enqueue"  # the reference's default
-        if strategy not in STRATEGIES:
-            raise ApiError(422, f"multitask_strategy must be one of {', '.join(STRATEGIES)}")
-        if "assistant_id" not in body:
-            raise ApiError(400, "a run needs an assistant_id (a graph's name or its id)")
-        graph_id = self._graph_id(str(body["assistant_id"]))
-        if_not_exists = body.get("if_not_exists") or "reject"
-        command = body.get("command")
+        strategy = body.multitask_strategy or "enqueue"  # the reference's default
+        graph_id = self.graph_id(body.assistant_id)
+        if_not_exists = body.if_not_exists or "reject"
+        command, run_input = body.command, body.input
         options = self._options(body)
-        webhook = body.get("webhook")
+        webhook = body.webhook
 
         def create() -> RunStatus:
             url = None if webhook is None else self.webhooks.check(webhook)
             hooked = options if url is None else replace(options or RunOptions(), webhook=url)
             if not self._exists(thread_id):
                 if if_not_exists != "create":
-                    raise ApiError(404, f"thread {thread_id!r} not found")
+                    raise HttpError(404, f"thread {thread_id!r} not found")
                 if command is not None:
-                    raise ApiError(409, f"thread {thread_id} has no run, so no interrupt to resume")
-                self.rt.check_run(graph_id, body.get("input"), hooked)  # before any row
+                    raise HttpError(
+                        409, f"thread {thread_id} has no run, so no interrupt to resume"
+                    )
+                self.rt.check_run(graph_id, run_input, hooked)  # before any row
                 self.rt.create_thread(thread_id, if_exists="do_nothing", owner=owner)
             if command is not None:
                 return self._resume(thread_id, command, url)
-            if body.get("input") is None and self._at_breakpoint(thread_id):
+            if run_input is None and self._at_breakpoint(thread_id):
                 return self._resume(thread_id, {"resume": None}, url)  # as the reference
             return self.rt.start_on_thread(
                 graph_id,
-                body.get("input"),
+                run_input,
                 thread_id=thread_id,
                 multitask_strategy=strategy,
                 options=hooked,
@@ -389,13 +368,13 @@ class Api:
         return status, shapes.assistant_id(graph_id)
 
     @staticmethod
-    def _options(body: dict[str, Any]) -> RunOptions | None:
+    def _options(body: RunCreate) -> RunOptions | None:
         try:
             options = run_options.from_body(body)
         except run_options.Unsupported as exc:
-            raise ApiError(422, str(exc)) from None
-        if options is not None and body.get("command") is not None:
-            raise ApiError(
+            raise HttpError(422, str(exc)) from None
+        if options is not None and body.command is not None:
+            raise HttpError(
                 422,
                 f"a resume goes on with its run's options: leave "
                 f"{', '.join(run_options.given(body))} out",
@@ -417,14 +396,14 @@ class Api:
             return False
         return True
 
-    def _resume(self, thread_id: str, command: Any, webhook: str | None) -> RunStatus:
-        if not isinstance(command, dict) or set(command) - {"resume"} or "resume" not in command:
-            raise ApiError(422, 'Waystone answers a command of {"resume": value} only, for now')
+    def _resume(self, thread_id: str, command: dict[str, Any], webhook: str | None) -> RunStatus:
+        if set(command) - {"resume"} or "resume" not in command:
+            raise HttpError(422, 'Waystone answers a command of {"resume": value} only, for now')
         if self.rt.thread(thread_id).state is None:
-            raise ApiError(409, f"thread {thread_id} has no run, so no interrupt to resume")
+            raise HttpError(409, f"thread {thread_id} has no run, so no interrupt to resume")
         current = self.rt.status(thread_id)
         if current.state != "waiting" or current.waiting_for != RESUME:
-            raise ApiError(409, f"thread {thread_id}'s run waits on no interrupt to resume")
+            raise HttpError(409, f"thread {thread_id}'s run waits on no interrupt to resume")
         hook = None
         if webhook is not None:  # for the run's next stop
             assert current.run_number is not None  # a waiting run has its number
@@ -454,18 +433,19 @@ class Api:
 
     async def stream_run(self, request: Request) -> Response:
         thread_id, owner = request.path_params["thread_id"], request.state.owner
-        return await self._stream_new(thread_id, await _body(request), owner)
+        return await self._stream_new(thread_id, await read(request, RunCreate), owner)
 
     async def stream_stateless(self, request: Request) -> Response:
-        body = {**(await _body(request)), "if_not_exists": "create"}
+        body = (await read(request, RunCreate)).model_copy(update={"if_not_exists": "create"})
         return await self._stream_new(str(uuid.uuid4()), body, request.state.owner)
 
     async def _stream_new(
-        self, thread_id: str, body: dict[str, Any], owner: str | None = None
+        self, thread_id: str, body: RunCreate, owner: str | None = None
     ) -> Response:
-        modes = _modes(body.get("stream_mode"))
-        subgraphs = body.pop("stream_subgraphs", None) is True
-        resuming = body.get("command") is not None or body.get("input") is None
+        modes = _modes(body.stream_mode)
+        subgraphs = body.stream_subgraphs is True  # a stream's own: not refused as a run's
+        body = body.model_copy(update={"stream_subgraphs": None})
+        resuming = body.command is not None or body.input is None
         # a resume streams from where the run stopped: what it sent up to there is old
         start = await run_in_threadpool(self._latest, thread_id) if resuming else None
         status, _ = await self._create(thread_id, body, owner)
@@ -477,7 +457,7 @@ class Api:
         p = request.path_params
         status, _ = await run_in_threadpool(self._run, p["thread_id"], p["run_id"])
         if status is None:
-            raise ApiError(409, f"run {p['run_id']} ended before the thread's current one")
+            raise HttpError(409, f"run {p['run_id']} ended before the thread's current one")
         asked = [m for m in request.query_params.getlist("stream_mode") if m]
         modes = _modes(asked or list(stream.JOINED))
         last = request.headers.get("last-event-id") or None
@@ -510,7 +490,7 @@ class Api:
 
     async def list_runs(self, request: Request) -> Response:
         thread_id = request.path_params["thread_id"]
-        limit, offset = _page(dict(request.query_params))
+        page = validated(Paged, dict(request.query_params), "the query", strict=False)
 
         def runs() -> list[dict[str, Any]]:
             history = self.rt.history(thread_id)
@@ -526,7 +506,7 @@ class Api:
                 for q in self.rt.pending_runs(thread_id)
             ]
             listed.reverse()  # the latest first, as the reference lists them
-            return listed[offset : offset + limit]
+            return listed[page.window]
 
         return JSONResponse(await run_in_threadpool(runs))
 
@@ -571,9 +551,9 @@ class Api:
         def cancel() -> None:
             status, _ = self._run(p["thread_id"], p["run_id"])
             if status is None or status.state in shapes.SETTLED:
-                raise ApiError(409, f"run {p['run_id']} has ended; nothing to cancel")
+                raise HttpError(409, f"run {p['run_id']} has ended; nothing to cancel")
             if self.rt.status(p["thread_id"]).run_id != p["run_id"]:
-                raise ApiError(422, "cancelling a queued run is not supported yet")
+                raise HttpError(422, "cancelling a queued run is not supported yet")
             self.rt.cancel(p["thread_id"], by="api", reason="cancelled through the API")
 
         await run_in_threadpool(cancel)
@@ -588,44 +568,17 @@ def _check_path(request: Request) -> None:
         check_identifier("thread id", thread_id)
 
 
-async def _body(request: Request) -> dict[str, Any]:
-    """The request's JSON object, held to the rules of every caller's JSON (a NUL, a lone
-    surrogate, NaN, too deep or too long: 400) before anything is made of it."""
-    raw = await request.body()
-    if not raw:
-        return {}
-    body = parse_json_input(raw, "the body")
-    if not isinstance(body, dict):
-        raise ApiError(400, "the body must be a JSON object")
-    return body
-
-
 def _modes(given: Any) -> tuple[str, ...]:
     """The stream modes asked for (``values`` by default, as the reference's)."""
     modes = [given] if isinstance(given, str) else list(given or ["values"])
     for mode in modes:
         if mode in NOT_COMMITTED:
-            raise ApiError(422, f"stream_mode {mode} is not supported: {NOT_COMMITTED[mode]}")
+            raise HttpError(422, f"stream_mode {mode} is not supported: {NOT_COMMITTED[mode]}")
     wrong = [m for m in modes if m not in stream.MODES]
     if wrong:
-        raise ApiError(
+        raise HttpError(
             422,
             f"stream_mode {', '.join(map(str, wrong))} is not supported yet "
             f"(supported: {', '.join(stream.MODES)})",
         )
     return tuple(modes)
-
-
-def _int(value: Any, name: str) -> int:
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise ApiError(400, f"{name} must be a whole number, not {value!r}") from None
-    if number < 0:
-        raise ApiError(400, f"{name} must not be negative")
-    return number
-
-
-def _page(body: dict[str, Any]) -> tuple[int, int]:
-    limit = _int(body.get("limit", 10), "limit")
-    return max(limit, 1), _int(body.get("offset", 0), "offset")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from waystone import sql
 from waystone._runs.driver import RUN_KEY
 from waystone.web import stream
 
@@ -66,7 +67,7 @@ class RunCheckpoints:
             self.seen = _id(history[0]) if history else None
         else:
             found = []
-            for checkpoint_id in self._ids("checkpoint_ns = '' AND checkpoint_id > %s", self.seen):
+            for _, checkpoint_id in self._rows("root_checkpoints_after", after=self.seen):
                 self.seen = checkpoint_id
                 found += self._mine(self._state("", checkpoint_id))
         if found and self.first is None:
@@ -74,11 +75,12 @@ class RunCheckpoints:
         return found
 
     def _below(self, done: bool) -> list[StateSnapshot]:
-        bound = "" if done else " AND checkpoint_id < %s"
-        where = "checkpoint_ns <> '' AND checkpoint_id >= %s" + bound
-        args = (self.first,) if done else (self.first, self.seen)
         found = []
-        for ns, checkpoint_id in self._rows(where, *args):
+        if done:
+            rows = self._rows("subgraph_checkpoints_from", first=self.first)
+        else:
+            rows = self._rows("subgraph_checkpoints_between", first=self.first, before=self.seen)
+        for ns, checkpoint_id in rows:
             if checkpoint_id not in self.seen_below:
                 self.seen_below.add(checkpoint_id)
                 found += self._mine(self._state(ns, checkpoint_id))
@@ -93,15 +95,10 @@ class RunCheckpoints:
         config["configurable"].update(checkpoint_ns=ns, checkpoint_id=checkpoint_id)
         return self.graph.get_state(config)
 
-    def _ids(self, where: str, *args: str | None) -> list[str]:
-        return [checkpoint_id for _, checkpoint_id in self._rows(where, *args)]
-
-    def _rows(self, where: str, *args: str | None) -> list[tuple[str, str]]:
+    def _rows(self, query: str, **params: str | None) -> list[tuple[str, str]]:
         with self.rt.connection() as conn:
             rows = conn.execute(
-                "SELECT checkpoint_ns, checkpoint_id FROM public.checkpoints "
-                f"WHERE thread_id = %s AND {where} ORDER BY checkpoint_id",
-                (self.thread_id, *args),
+                sql.query(query), {"thread_id": self.thread_id, **params}
             ).fetchall()
         return [(row["checkpoint_ns"], row["checkpoint_id"]) for row in rows]
 

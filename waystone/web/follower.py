@@ -23,19 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
 
+from waystone import sql
+
 if TYPE_CHECKING:
     from waystone.runtime import Runtime
 
 logger = logging.getLogger(__name__)
 
 TICK_S = 0.05
-MARKS = """
-SELECT t.thread_id, r.state, r.updated_at, r.lease_token,
-       (SELECT max(c.checkpoint_id) FROM public.checkpoints c
-         WHERE c.thread_id = t.thread_id AND c.checkpoint_ns = '') AS newest
-  FROM unnest(%s::text[]) AS t(thread_id)
-  LEFT JOIN waystone.runs r USING (thread_id)
-"""
 
 
 class Follower:
@@ -100,4 +95,4 @@ class Follower:
 
     def _read(self, threads: list[str]) -> list[dict[str, Any]]:
         with self.rt.connection() as conn:
-            return list(conn.execute(MARKS, (threads,)).fetchall())
+            return list(conn.execute(sql.query("follow_marks"), {"threads": threads}).fetchall())

@@ -11,20 +11,12 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from waystone.errors import BadInput
-from waystone.web.render import CSP
+from waystone.web.render import COMMON_HEADERS, PAGE_HEADERS
 from waystone.web.replies import error_reply, kind_of, route_path
 from waystone.web.security import HostName, host_allowed
 
 MAX_BODY_ENV = "WAYSTONE_MAX_BODY_BYTES"
 MAX_BODY = 1 << 20  # 1 MiB unless set: approvals, webhooks and run inputs are small
-COMMON_HEADERS = {
-    "cache-control": "no-store",
-    "x-content-type-options": "nosniff",
-    # same-origin, not no-referrer: with no-referrer a browser sends `Origin: null` on
-    # the page's own form posts, which the origin check must refuse
-    "referrer-policy": "same-origin",
-}
-PAGE_HEADERS = {"content-security-policy": CSP, "x-frame-options": "DENY"}
 HEALTH_PATH = "/ok"  # answered for any Host: it says only that the server is up
 
 

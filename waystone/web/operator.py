@@ -14,20 +14,22 @@ from starlette.routing import Route
 from waystone._runs.status import RunStatus
 from waystone.errors import BadInput
 from waystone.preset._approval import edited_args
-from waystone.web.calls import Call, Site, json_object, route, text_field
+from waystone.web.calls import Call, Site, route
+from waystone.web.forms import Approval, Rejection
+from waystone.web.inputs import json_object, parsed
 
 logger = logging.getLogger(__name__)
 
 
 def routes(site: Site) -> list[Route]:
     return [
-        route(site, "GET", "/api/runs", "api", list_runs),
-        route(site, "GET", "/api/runs/{thread_id}", "api", run_status),
-        route(site, "GET", "/api/runs/{thread_id}/history", "api", run_history),
-        route(site, "GET", "/api/dashboard", "api", dashboard),
-        route(site, "POST", "/api/runs/{thread_id}/approve", "api", approve),
-        route(site, "POST", "/api/runs/{thread_id}/reject", "api", reject),
-        route(site, "POST", "/signals/{thread_id}/{name}", "api", webhook),
+        route(site, "GET", "/api/runs", list_runs),
+        route(site, "GET", "/api/runs/{thread_id}", run_status),
+        route(site, "GET", "/api/runs/{thread_id}/history", run_history),
+        route(site, "GET", "/api/dashboard", dashboard),
+        route(site, "POST", "/api/runs/{thread_id}/approve", approve),
+        route(site, "POST", "/api/runs/{thread_id}/reject", reject),
+        route(site, "POST", "/signals/{thread_id}/{name}", webhook),
     ]
 
 
@@ -81,24 +83,18 @@ def dashboard(call: Call) -> Response:
 
 def approve(call: Call) -> Response:
     call.require_bearer()
-    data = json_object(call.body, "the body")
-    by = text_field(data, "by", required=True)
-    comment = text_field(data, "comment", required=False)
-    args = edited_args(data["args"], "'args'") if "args" in data else None
-    assert by is not None
-    status = call.rt.approve(call.params["thread_id"], by=by, comment=comment, args=args)
-    logger.info("approved %s by %s (api)", status.thread_id, by)
+    body = parsed(Approval, call.body)
+    args = edited_args(body.args, "'args'") if body.given("args") else None
+    status = call.rt.approve(call.params["thread_id"], by=body.by, comment=body.comment, args=args)
+    logger.info("approved %s by %s (api)", status.thread_id, body.by)
     return reply(status)
 
 
 def reject(call: Call) -> Response:
     call.require_bearer()
-    data = json_object(call.body, "the body")
-    by = text_field(data, "by", required=True)
-    reason = text_field(data, "reason", required=True)
-    assert by is not None and reason is not None
-    status = call.rt.reject(call.params["thread_id"], by=by, reason=reason)
-    logger.info("rejected %s by %s (api)", status.thread_id, by)
+    body = parsed(Rejection, call.body)
+    status = call.rt.reject(call.params["thread_id"], by=body.by, reason=body.reason)
+    logger.info("rejected %s by %s (api)", status.thread_id, body.by)
     return reply(status)
 
 

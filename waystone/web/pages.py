@@ -16,9 +16,11 @@ from starlette.routing import Route
 from waystone._json_input import parse_json_input
 from waystone.errors import BadInput
 from waystone.runtime import RunStatus
-from waystone.web.calls import Call, Site, form_fields, route, text_field
+from waystone.web.calls import Call, Site, route
 from waystone.web.conversation import shown_messages
+from waystone.web.forms import Answer, Approval, Login, Rejection
 from waystone.web.gate import NO_TOKEN, SESSION_COOKIE, TOKEN_ENV
+from waystone.web.inputs import form_fields, validated
 from waystone.web.operator import shown
 from waystone.web.picture import END, START, Picture, layout
 from waystone.web.render import page
@@ -32,14 +34,14 @@ PAGE_LIMIT = 200  # runs in the dashboard's list of runs
 
 def routes(site: Site) -> list[Route]:
     return [
-        route(site, "GET", "/", "html", dashboard),
-        route(site, "GET", "/runs/{thread_id}", "html", run_page),
-        route(site, "GET", "/login", "html", login_form, anonymous=True),
-        route(site, "POST", "/login", "html", login),
-        route(site, "POST", "/logout", "html", logout),
-        route(site, "POST", "/runs/{thread_id}/approve", "html", form_approve),
-        route(site, "POST", "/runs/{thread_id}/reject", "html", form_reject),
-        route(site, "POST", "/runs/{thread_id}/resume", "html", form_resume),
+        route(site, "GET", "/", dashboard),
+        route(site, "GET", "/runs/{thread_id}", run_page),
+        route(site, "GET", "/login", login_form, anonymous=True),
+        route(site, "POST", "/login", login),
+        route(site, "POST", "/logout", logout),
+        route(site, "POST", "/runs/{thread_id}/approve", form_approve),
+        route(site, "POST", "/runs/{thread_id}/reject", form_reject),
+        route(site, "POST", "/runs/{thread_id}/resume", form_resume),
     ]
 
 
@@ -131,7 +133,7 @@ def login(call: Call) -> Response:
     token = call.gate.token
     if token is None:
         return page("login.html", 401, message=NO_TOKEN, token_env=TOKEN_ENV, root=call.root)
-    given = form_fields(call.body).get("token", "")
+    given = validated(Login, form_fields(call.body), "the form").token
     if not hmac.compare_digest(given.encode(), token.encode()):
         client = call.request.client
         logger.warning("failed login from %s", client.host if client else "?")
@@ -164,22 +166,18 @@ def logout(call: Call) -> Response:
 def form_approve(call: Call) -> Response:
     form = form_fields(call.body)
     call.require_session(form)
-    by = text_field(form, "by", required=True)
-    assert by is not None
-    comment = text_field(form, "comment", required=False) or None
-    status = call.rt.approve(call.params["thread_id"], by=by, comment=comment)
-    logger.info("approved %s by %s (form)", status.thread_id, by)
+    body = validated(Approval, form, "the form")
+    status = call.rt.approve(call.params["thread_id"], by=body.by, comment=body.comment or None)
+    logger.info("approved %s by %s (form)", status.thread_id, body.by)
     return RedirectResponse(f"{call.root}/", 303)
 
 
 def form_reject(call: Call) -> Response:
     form = form_fields(call.body)
     call.require_session(form)
-    by = text_field(form, "by", required=True)
-    reason = text_field(form, "reason", required=True)
-    assert by is not None and reason is not None
-    status = call.rt.reject(call.params["thread_id"], by=by, reason=reason)
-    logger.info("rejected %s by %s (form)", status.thread_id, by)
+    body = validated(Rejection, form, "the form")
+    status = call.rt.reject(call.params["thread_id"], by=body.by, reason=body.reason)
+    logger.info("rejected %s by %s (form)", status.thread_id, body.by)
     return RedirectResponse(f"{call.root}/", 303)
 
 
@@ -188,14 +186,11 @@ def form_resume(call: Call) -> Response:
     gives it: a worker (or ``waystone run``) goes on with it."""
     form = form_fields(call.body)
     call.require_session(form)
-    by = text_field(form, "by", required=True)
-    interrupt_id = text_field(form, "interrupt_id", required=False) or None
-    text = form.get("value", "")
-    if not text.strip():
+    body = validated(Answer, form, "the form")
+    if not body.value.strip():
         raise BadInput("the answer is empty: write the interrupt's answer as JSON, e.g. true")
-    value = parse_json_input(text, "the answer")
-    assert by is not None
+    value = parse_json_input(body.value, "the answer")
     thread_id = call.params["thread_id"]
-    call.rt.resume(thread_id, value, interrupt_id=interrupt_id, by=by)
-    logger.info("answered an interrupt of %s by %s (form)", thread_id, by)
+    call.rt.resume(thread_id, value, interrupt_id=body.interrupt_id or None, by=body.by)
+    logger.info("answered an interrupt of %s by %s (form)", thread_id, body.by)
     return RedirectResponse(f"{call.root}/runs/{quote(thread_id, safe='')}", 303)

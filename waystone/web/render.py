@@ -21,6 +21,16 @@ CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
     "frame-ancestors 'none'; base-uri 'none'"
 )
+# What every answer carries, and a page besides, so that a browser neither sniffs, caches,
+# frames nor runs it (:class:`waystone.web.guard.Guard` adds them; an error answers with them).
+COMMON_HEADERS = {
+    "cache-control": "no-store",
+    "x-content-type-options": "nosniff",
+    # same-origin, not no-referrer: with no-referrer a browser sends `Origin: null` on
+    # the page's own form posts, which the origin check must refuse
+    "referrer-policy": "same-origin",
+}
+PAGE_HEADERS = {"content-security-policy": CSP, "x-frame-options": "DENY"}
 
 
 def _ms(value: float | None) -> str:

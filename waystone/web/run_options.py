@@ -5,45 +5,46 @@ kept with (what a worker applies when it drives it)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from waystone._runs.options import RunOptions
 from waystone.errors import BadInput
+
+if TYPE_CHECKING:
+    from waystone.web.bodies import RunCreate
 
 OPTIONS = ("metadata", "config", "context", "interrupt_before", "interrupt_after")
 CONFIG_KEYS = ("configurable", "recursion_limit")
 
 
-def given(body: dict[str, Any]) -> list[str]:
+def given(body: RunCreate) -> list[str]:
     """The options a request carries (an empty one counts as none, as the reference's)."""
-    return [k for k in OPTIONS if body.get(k) not in (None, {}, [])]
+    return [k for k in OPTIONS if getattr(body, k) not in (None, {}, [])]
 
 
-def from_body(body: dict[str, Any]) -> RunOptions | None:
-    """The request's options; ``None`` when it has none. :class:`BadInput` for a value
-    of the wrong shape; a config key Waystone does not apply is :class:`Unsupported`."""
+def from_body(body: RunCreate) -> RunOptions | None:
+    """The request's options; ``None`` when it has none. :class:`BadInput` for values
+    that do not go together; a config key Waystone does not apply is :class:`Unsupported`."""
     if not given(body):
         return None
-    config = body.get("config") or {}
-    if not isinstance(config, dict):
-        raise BadInput("config must be a JSON object")
+    config = body.config or {}
     other = sorted(set(config) - set(CONFIG_KEYS))
     if other:
         raise Unsupported(
             f"Waystone applies config's {' and '.join(CONFIG_KEYS)} only, not "
             f"{', '.join(other)}: leave it out"
         )
-    if config.get("configurable") and body.get("context"):
+    if config.get("configurable") and body.context:
         raise BadInput(  # the reference's word
             "Cannot specify both configurable and context. Prefer setting context alone."
         )
     return RunOptions(
-        metadata=body.get("metadata") or {},
+        metadata=body.metadata or {},
         configurable=config.get("configurable") or {},
         recursion_limit=config.get("recursion_limit"),
-        context=body.get("context") or None,
-        interrupt_before=body.get("interrupt_before") or None,
-        interrupt_after=body.get("interrupt_after") or None,
+        context=body.context or None,
+        interrupt_before=body.interrupt_before or None,
+        interrupt_after=body.interrupt_after or None,
     )
 
 

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-import base64
-import dataclasses
-import uuid
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
+
+from waystone._runs.api_shapes import RUN_STATUS, THREAD_STATUS
+from waystone._runs.api_shapes import assistant_id as assistant_id  # the web edge's, too
+from waystone._runs.api_shapes import jsonable as jsonable
 
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
@@ -15,33 +16,7 @@ if TYPE_CHECKING:
     from waystone._runs.threads import Thread
     from waystone.runtime import RunStatus
 
-# The reference server's: a graph's default assistant is uuid5(this, graph id).
-NAMESPACE_GRAPH = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
-
-# A run's state -> the API's run status; a waiting run stopped on an interrupt.
-RUN_STATUS = {
-    "queued": "pending",
-    "running": "running",
-    "waiting": "interrupted",
-    "done": "success",
-    "failed": "error",
-    "needs-human": "error",
-}
-# A thread's current run's state -> the API's thread status.
-THREAD_STATUS = {
-    None: "idle",
-    "queued": "busy",
-    "running": "busy",
-    "waiting": "interrupted",
-    "done": "idle",
-    "failed": "error",
-    "needs-human": "error",
-}
 SETTLED = ("done", "failed", "needs-human")
-
-
-def assistant_id(graph_id: str) -> str:
-    return str(uuid.uuid5(NAMESPACE_GRAPH, graph_id))
 
 
 def assistant(graph_id: str, since: datetime) -> dict[str, Any]:
@@ -185,27 +160,3 @@ def _checkpoint(thread_id: str, config: Any) -> dict[str, Any]:
 
 def _interrupt(item: Any) -> dict[str, Any]:
     return {"value": jsonable(item.value), "id": item.id}
-
-
-def jsonable(value: Any) -> Any:
-    """``value`` as JSON can hold it: a message or any pydantic model as its fields (as
-    the reference server gives them), a dataclass as its fields."""
-    from pydantic import BaseModel
-
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [jsonable(v) for v in value]
-    if isinstance(value, BaseModel):
-        return jsonable(value.model_dump(mode="json"))
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return jsonable({f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode()
-    return str(value)

@@ -14,6 +14,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from waystone.web import shapes
+from waystone.web.bodies import StateAt, StateUpdate, ThreadPatch
+from waystone.web.inputs import read
+from waystone.web.replies import HttpError
 
 if TYPE_CHECKING:
     from waystone.web.api import Api, Handler
@@ -40,19 +43,15 @@ class ThreadEdits:
         self.api, self.rt = api, api.rt
 
     async def patch(self, request: Request) -> Response:
-        from waystone.web.api import ApiError, _body
-
-        body, owner = await _body(request), request.state.owner
-        metadata = body.get("metadata") or {}
-        if not isinstance(metadata, dict):
-            raise ApiError(400, "metadata must be a JSON object")
-        if body.get("ttl") is not None:
-            raise ApiError(422, "Waystone keeps threads until deleted: leave ttl out")
+        body, owner = await read(request, ThreadPatch), request.state.owner
+        metadata = body.metadata or {}
+        if body.ttl is not None:
+            raise HttpError(422, "Waystone keeps threads until deleted: leave ttl out")
         thread_id = request.path_params["thread_id"]
 
         def patch() -> dict[str, Any]:
             self.rt.update_thread(thread_id, metadata, owner=owner)
-            return self.api._thread(thread_id)
+            return self.api.shown_thread(thread_id)
 
         shown = await run_in_threadpool(patch)
         if request.headers.get("prefer") == "return=minimal":
@@ -71,27 +70,21 @@ class ThreadEdits:
 
         def copy() -> dict[str, Any]:
             made = self.rt.copy_thread(thread_id, by=owner or "api", owner=owner)
-            return self.api._thread(made.thread_id)
+            return self.api.shown_thread(made.thread_id)
 
         return JSONResponse(await run_in_threadpool(copy))
 
     async def update_state(self, request: Request) -> Response:
-        from waystone.web.api import ApiError, _body
-
-        body, owner = await _body(request), request.state.owner
+        body, owner = await read(request, StateUpdate), request.state.owner
         thread_id = request.path_params["thread_id"]
-        checkpoint = body.get("checkpoint") or {}
-        if not isinstance(checkpoint, dict):
-            raise ApiError(400, "checkpoint must be a JSON object")
-        checkpoint_id = body.get("checkpoint_id") or checkpoint.get("checkpoint_id")
-        as_node = body.get("as_node")
-        if as_node is not None and not isinstance(as_node, str):
-            raise ApiError(400, "as_node must be a node's name")
+        checkpoint_id = body.checkpoint_id
+        if checkpoint_id is None and body.checkpoint is not None:
+            checkpoint_id = body.checkpoint.checkpoint_id
         config = await run_in_threadpool(
             lambda: self.rt.update_state(
                 thread_id,
-                body.get("values"),
-                as_node=as_node,
+                body.values,
+                as_node=body.as_node,
                 checkpoint_id=checkpoint_id,
                 owner=owner,
             )
@@ -107,13 +100,9 @@ class ThreadEdits:
         return JSONResponse(await self._state_at(p["thread_id"], p["checkpoint_id"]))
 
     async def state_at_post(self, request: Request) -> Response:
-        from waystone.web.api import ApiError, _body
-
-        checkpoint = (await _body(request)).get("checkpoint")
-        if not isinstance(checkpoint, dict) or not checkpoint.get("checkpoint_id"):
-            raise ApiError(400, "the body needs a checkpoint with its checkpoint_id")
+        checkpoint_id = (await read(request, StateAt)).checkpoint.checkpoint_id
         thread_id = request.path_params["thread_id"]
-        return JSONResponse(await self._state_at(thread_id, str(checkpoint["checkpoint_id"])))
+        return JSONResponse(await self._state_at(thread_id, checkpoint_id))
 
     async def _state_at(self, thread_id: str, checkpoint_id: str) -> dict[str, Any]:
         def read() -> dict[str, Any]:

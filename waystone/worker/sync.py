@@ -34,7 +34,7 @@ from types import FrameType
 import psycopg
 from langgraph.runtime import RunControl
 
-from waystone import logs
+from waystone import logs, sql
 from waystone._runs.lease_wait import LeaseWait, LeaseWatch
 from waystone._runs.registry import Run, process_owner
 from waystone._webhooks import deliver
@@ -318,9 +318,8 @@ class Worker:
         while not self._stopping.is_set():
             try:
                 with psycopg.connect(self.rt.database_url, autocommit=True) as conn:
-                    conn.execute(f"LISTEN {CHANNEL}")
-                    conn.execute(f"LISTEN {CRONS}")
-                    conn.execute(f"LISTEN {deliver.CHANNEL}")
+                    for channel in (CHANNEL, CRONS, deliver.CHANNEL):
+                        conn.execute(sql.composed("listen", channel=channel))
                     backoff = 0.5
                     self._wake.set()  # anything that arrived while we were not listening
                     self.ticker.wake.set()

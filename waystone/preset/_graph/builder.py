@@ -9,7 +9,7 @@ edge's own runnable and callbacks on every step.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -25,7 +25,9 @@ from waystone.preset._nodes.confirm import make_confirm
 from waystone.preset._nodes.execute import make_execute
 from waystone.preset._nodes.propose import make_propose
 from waystone.preset._nodes.verify import CHECK_NODE, fan_out, make_check, make_verify
-from waystone.preset.spec import AgentSpec
+
+if TYPE_CHECKING:
+    from waystone.preset.spec import AgentSpec
 
 NODES = ("propose", "authorize", "execute", "confirm", "verify")
 

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
 
-from waystone._runs.leases import progressed
+from waystone._checkpointing.lease_guards import progressed
 from waystone._runs.registry import RunRegistry
 from waystone.effects._ledger import Ledger
 from waystone.effects._runner import EffectRunner
 from waystone.effects.context import EffectContext
 from waystone.effects.tools import RetryPolicy, Tool
-from waystone.preset.spec import AgentSpec
+
+if TYPE_CHECKING:
+    from waystone.preset.spec import AgentSpec
 
 
 @dataclass(frozen=True)

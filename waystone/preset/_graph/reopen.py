@@ -3,7 +3,7 @@ node that ended it, as if the node before had just returned, routed as that node
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
@@ -11,7 +11,9 @@ from langgraph.types import Command
 
 from waystone.preset._graph.builder import goto
 from waystone.preset._graph.state import applied
-from waystone.preset.spec import AgentSpec
+
+if TYPE_CHECKING:
+    from waystone.preset.spec import AgentSpec
 
 # The node that ended a run -> the node its requeue resumes after (so routing re-enters it):
 # execute again with the same action and key, confirm again, or ask again.

@@ -6,7 +6,7 @@ others' results are already saved as pending writes and are not run again on res
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Send
@@ -14,7 +14,9 @@ from langgraph.types import Send
 from waystone._crash import crash_point
 from waystone.preset._graph.ports import Ports
 from waystone.preset._graph.state import AgentState, CheckTask
-from waystone.preset.spec import AgentSpec
+
+if TYPE_CHECKING:
+    from waystone.preset.spec import AgentSpec
 
 CHECK_NODE = "check"
 
