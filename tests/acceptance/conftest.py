@@ -1,4 +1,6 @@
-"""Worker processes for the acceptance tests: real ``waystone worker`` subprocesses."""
+"""The acceptance tests' fixtures: real ``waystone worker`` subprocesses, a real ``waystone
+api`` as the module's ``api_setup`` says and its official client, the web server over the
+test's runtime, and the command knowing the trip agents."""
 
 from __future__ import annotations
 

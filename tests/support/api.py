@@ -1,4 +1,5 @@
-"""A real ``waystone api`` process for a test, on a free port."""
+"""A real ``waystone api`` process for a test, on a free port: what a module serves
+(``ApiSetup``, for the ``api`` and ``lg`` fixtures) and its official client."""
 
 from __future__ import annotations
 
