@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ import psycopg
 import pytest
 from psycopg import sql as pgsql
 
+from tests.support.stopped_agent import URL_VARIABLE, BookingDesk, booking_desk
 from waystone._db import embedded
 from waystone._db.database import Database
 from waystone._db.migrations import migrate
@@ -189,3 +190,50 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if acceptance in item.path.parents:
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture
+def rt_agents() -> Mapping[str, Any] | None:
+    """The agents ``rt`` serves (None: the default ones); a module overrides this fixture."""
+    return None
+
+
+@pytest.fixture
+def rt_graphs() -> Mapping[str, Any] | None:
+    """The graphs ``rt`` serves beside its agents; a module overrides this fixture."""
+    return None
+
+
+@pytest.fixture
+def rt(
+    database_url: str, rt_agents: Mapping[str, Any] | None, rt_graphs: Mapping[str, Any] | None
+) -> Iterator[Runtime]:
+    """A Runtime on the test's database serving the module's ``rt_agents`` and ``rt_graphs``."""
+    with Runtime(Settings(database_url=database_url), rt_agents, graphs=rt_graphs) as made:
+        yield made
+
+
+ENCRYPTION_KEY = "3c" * 32  # WAYSTONE_ENCRYPTION_KEY of the tests that seal
+
+
+@pytest.fixture
+def sealed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Encryption at rest on, as for the runtime: the key in the environment."""
+    monkeypatch.setenv("WAYSTONE_ENCRYPTION_KEY", ENCRYPTION_KEY)
+
+
+@pytest.fixture
+def gates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The folder a gated run (tests.support.gated) notes in and waits on, for every process."""
+    folder = tmp_path / "gates"
+    folder.mkdir()
+    monkeypatch.setenv("WAYSTONE_TEST_GATES", str(folder))
+    return folder
+
+
+@pytest.fixture
+def desk(monkeypatch: pytest.MonkeyPatch) -> Iterator[BookingDesk]:
+    """The booking provider that holds each call (tests.support.stopped_agent), on loopback."""
+    with booking_desk() as made:
+        monkeypatch.setenv(URL_VARIABLE, made.url)
+        yield made

@@ -7,44 +7,27 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
 import httpx
 import psycopg
 import pytest
-from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
-from tests.acceptance.conftest import Workers
 from tests.conftest import ROOT, Cli, wait_until
-from tests.support.api import api_server
+from tests.support.api import ApiSetup, api_server
 from tests.support.blocks import block
+from tests.support.graphs import ASSIST
+from tests.support.rows import cron_runs
 
-TOKEN = "api-token-for-tests"
-GRAPH = "assist=tests.support.graphs:assist_graph"
 EVERY_SECOND = "* * * * * *"
 PING = {"messages": [{"role": "user", "content": "ping"}]}
 
 
 @pytest.fixture
-def lg(cli: Cli, workers: Workers) -> Iterator[SyncLangGraphClient]:
-    workers.spawn(env={"WAYSTONE_GRAPHS": GRAPH})
-    env = {**cli.env, "WAYSTONE_GRAPHS": GRAPH, "WAYSTONE_API_TOKEN": TOKEN}
-    with api_server(env) as url, get_sync_client(url=url, api_key=TOKEN) as client:
-        yield client
-
-
-def cron_runs(sql: psycopg.Connection[Any], cron_id: str) -> list[tuple[str, str, str]]:
-    """(thread id, start key, state) of every run a cron started, current or past."""
-    rows = sql.execute(
-        "SELECT thread_id, start_key, state FROM waystone.runs WHERE start_key LIKE %(k)s "
-        "UNION ALL SELECT thread_id, start_key, state FROM waystone.thread_runs "
-        "WHERE start_key LIKE %(k)s",
-        {"k": f"cron:{cron_id}:%"},
-    ).fetchall()
-    return [tuple(r) for r in rows]  # type: ignore[misc]
+def api_setup() -> ApiSetup:
+    return ApiSetup({"WAYSTONE_GRAPHS": ASSIST})
 
 
 def test_crons_through_the_sdk(lg: SyncLangGraphClient, sql: psycopg.Connection[Any]) -> None:

@@ -5,28 +5,21 @@ once each and in order, its own and no other thread's."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from langgraph_sdk import get_client
 
-from tests.acceptance.conftest import Workers
-from tests.conftest import Cli
-from tests.support.api import api_server
+from tests.support.api import TOKEN, ApiSetup
+from tests.support.graphs import ASSIST
 
-TOKEN = "many-streams-token"
-GRAPH = "assist=tests.support.graphs:assist_graph"
 MODES = ["values", "updates", "messages-tuple"]
 STREAMS = 20
 
 
 @pytest.fixture
-def api(cli: Cli, workers: Workers) -> Iterator[str]:
-    env = {"WAYSTONE_GRAPHS": GRAPH}
-    workers.spawn("--async", "--concurrency", str(STREAMS), env=env)
-    with api_server({**cli.env, **env, "WAYSTONE_API_TOKEN": TOKEN}) as url:
-        yield url
+def api_setup() -> ApiSetup:
+    return ApiSetup({"WAYSTONE_GRAPHS": ASSIST}, worker=("--async", "--concurrency", str(STREAMS)))
 
 
 async def streamed(url: str, n: int) -> tuple[str, list[Any]]:

@@ -18,28 +18,22 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
-from tests.acceptance.conftest import Workers
 from tests.conftest import Cli
-from tests.support.api import api_server
+from tests.support.api import ApiSetup
+from tests.support.chat import say
+from tests.support.graphs import ASSIST
 
-GRAPH = "assist=tests.support.graphs:assist_graph"
 OPERATOR, ALICE, BOB = "operator-token", "alice-token", "bob-token"
 
 
 @pytest.fixture
-def api(cli: Cli, workers: Workers, tmp_path: Path) -> Iterator[str]:
+def api_setup(tmp_path: Path) -> ApiSetup:
     tokens = tmp_path / "tokens"
     tokens.write_text(f"# owner=token\nalice={ALICE}\n\nbob={BOB}\n")
     tokens.chmod(0o600)
-    env = {
-        **cli.env,
-        "WAYSTONE_GRAPHS": GRAPH,
-        "WAYSTONE_API_TOKEN": OPERATOR,
-        "WAYSTONE_API_TOKENS_FILE": str(tokens),
-    }
-    workers.spawn(env={"WAYSTONE_GRAPHS": GRAPH})
-    with api_server(env) as url:
-        yield url
+    return ApiSetup(
+        {"WAYSTONE_GRAPHS": ASSIST, "WAYSTONE_API_TOKENS_FILE": str(tokens)}, token=OPERATOR
+    )
 
 
 @pytest.fixture
@@ -50,10 +44,6 @@ def clients(api: str) -> Iterator[dict[str, SyncLangGraphClient]]:
             who: stack.enter_context(get_sync_client(url=api, api_key=key))
             for who, key in keys.items()
         }
-
-
-def say(text: str) -> dict[str, Any]:
-    return {"messages": [{"role": "user", "content": text}]}
 
 
 def status_of(call: Callable[[], Any]) -> int:
@@ -105,7 +95,7 @@ def test_another_owner_finds_nothing_of_a_thread(
     # nothing bob asked changed alice's thread
     assert alice.threads.get(mine)["metadata"] == {"team": "a"}
     assert [r["run_id"] for r in alice.runs.list(mine)] == [run["run_id"]]
-    history = cli("history", mine, "--json", env={"WAYSTONE_GRAPHS": GRAPH})
+    history = cli("history", mine, "--json", env={"WAYSTONE_GRAPHS": ASSIST})
     assert len(json.loads(history.stdout)["runs"]) == 1, history.stderr
     # the operator sees it, and may act on it
     assert operator.threads.get(mine)["thread_id"] == mine

@@ -13,16 +13,13 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
-from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
-from tests.acceptance.conftest import Workers
-from tests.conftest import Cli
-from tests.support.api import api_server
+from tests.support.api import TOKEN, ApiSetup
+from tests.support.chat import say
+from tests.support.graphs import ASSIST
 from tests.support.scan import row_counts, scan
 
-TOKEN = "api-token-for-tests"
-GRAPH = "assist=tests.support.graphs:assist_graph"
 FORMS = (
     "ref_4111111111111111, id-5555555555554444, 378282246310005_x, "
     "card_4000 0566 5566 5556, name . zelda @ example . com, quokka@example .com, "
@@ -44,26 +41,14 @@ MARKER = "plain-marker-kiwi"  # not personal data: the scan must find it
 
 
 @pytest.fixture
-def api(cli: Cli, workers: Workers) -> Iterator[str]:
-    workers.spawn(env={"WAYSTONE_GRAPHS": GRAPH})
-    with api_server({**cli.env, "WAYSTONE_GRAPHS": GRAPH, "WAYSTONE_API_TOKEN": TOKEN}) as url:
-        yield url
-
-
-@pytest.fixture
-def lg(api: str) -> Iterator[SyncLangGraphClient]:
-    with get_sync_client(url=api, api_key=TOKEN) as client:
-        yield client
+def api_setup() -> ApiSetup:
+    return ApiSetup({"WAYSTONE_GRAPHS": ASSIST})
 
 
 @pytest.fixture
 def http(api: str) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=api, headers={"x-api-key": TOKEN}, timeout=60) as client:
         yield client
-
-
-def say(text: str) -> dict[str, Any]:
-    return {"messages": [{"role": "user", "content": text}]}
 
 
 def test_joined_cards_and_spaced_emails_are_stored_in_no_column(

@@ -6,33 +6,23 @@ and all of them applied by the worker that takes the run over after a crash."""
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import psycopg
 import pytest
-from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
 from tests.acceptance.conftest import Workers
-from tests.conftest import Cli, wait_until
-from tests.support.api import api_server
+from tests.conftest import wait_until
+from tests.support.api import ApiSetup
 
-TOKEN = "api-token-for-tests"
 GRAPH = "steps=tests.support.option_graphs:two_steps"
 
 
 @pytest.fixture
-def api(cli: Cli) -> Iterator[str]:
-    with api_server({**cli.env, "WAYSTONE_GRAPHS": GRAPH, "WAYSTONE_API_TOKEN": TOKEN}) as url:
-        yield url
-
-
-@pytest.fixture
-def lg(api: str) -> Iterator[SyncLangGraphClient]:
-    with get_sync_client(url=api, api_key=TOKEN) as client:
-        yield client
+def api_setup() -> ApiSetup:
+    return ApiSetup({"WAYSTONE_GRAPHS": GRAPH}, worker=None)
 
 
 def worker(workers: Workers) -> Any:

@@ -5,41 +5,23 @@ a provider on loopback until the test lets it go."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
-from tests.acceptance.conftest import Workers
-from tests.conftest import Cli, wait_until
-from tests.support.api import api_server
-from tests.support.stopped_agent import ANSWER, URL_VARIABLE, BookingDesk, booking_desk
+from tests.conftest import wait_until
+from tests.support.api import ApiSetup
+from tests.support.chat import say
+from tests.support.stopped_agent import ANSWER, URL_VARIABLE, BookingDesk
 
-TOKEN = "api-token-for-tests"
 GRAPH = "react=tests.support.stopped_agent:react_agent"
 
 
 @pytest.fixture
-def desk() -> Iterator[BookingDesk]:
-    with booking_desk() as made:
-        yield made
-
-
-@pytest.fixture
-def lg(cli: Cli, workers: Workers, desk: BookingDesk) -> Iterator[SyncLangGraphClient]:
+def api_setup(desk: BookingDesk) -> ApiSetup:
     env = {"WAYSTONE_GRAPHS": GRAPH, URL_VARIABLE: desk.url}
-    workers.spawn("--concurrency", "2", env=env)  # one slot stays in the held call
-    with (
-        api_server({**cli.env, **env, "WAYSTONE_API_TOKEN": TOKEN}) as url,
-        get_sync_client(url=url, api_key=TOKEN) as client,
-    ):
-        yield client
-
-
-def say(text: str) -> dict[str, Any]:
-    return {"messages": [{"role": "user", "content": text}]}
+    return ApiSetup(env, worker=("--concurrency", "2"))  # one slot stays in the held call
 
 
 def tool_messages(values: dict[str, Any]) -> list[dict[str, Any]]:

@@ -8,30 +8,25 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 import pytest
-from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
 from tests.acceptance.conftest import Workers
-from tests.conftest import Cli, wait_until
-from tests.support.api import api_server
+from tests.conftest import wait_until
+from tests.support.api import ApiSetup
 from tests.support.effect_graphs import GRAPHS
 from waystone.examples.provider import ProviderProcess
 
-TOKEN = "stream-crash-token"
 MODES = ["values", "updates", "messages-tuple"]
 ASKED = {"order_id": "1001", "amount": "12.00", "to": "ana@example.com"}
 
 
 @pytest.fixture
-def lg(cli: Cli) -> Iterator[SyncLangGraphClient]:
-    env = {**cli.env, "WAYSTONE_GRAPHS": GRAPHS, "WAYSTONE_API_TOKEN": TOKEN}
-    with api_server(env) as url, get_sync_client(url=url, api_key=TOKEN) as client:
-        yield client
+def api_setup() -> ApiSetup:
+    return ApiSetup({"WAYSTONE_GRAPHS": GRAPHS}, worker=None)
 
 
 def asked() -> dict[str, Any]:

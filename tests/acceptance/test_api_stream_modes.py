@@ -5,33 +5,22 @@ and the modes whose events are not committed (``custom``, ``events``), refused."
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import psycopg
 import pytest
-from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
-from tests.acceptance.conftest import Workers
-from tests.conftest import Cli
-from tests.support.api import api_server
+from tests.support.api import ApiSetup
+from tests.support.chat import say
 
-TOKEN = "stream-modes-token"
 GRAPHS = "assist=tests.support.graphs:assist_graph,nested=tests.support.stream_graphs:nested_graph"
 
 
 @pytest.fixture
-def lg(cli: Cli, workers: Workers) -> Iterator[SyncLangGraphClient]:
-    workers.spawn(env={"WAYSTONE_GRAPHS": GRAPHS})
-    env = {**cli.env, "WAYSTONE_GRAPHS": GRAPHS, "WAYSTONE_API_TOKEN": TOKEN}
-    with api_server(env) as url, get_sync_client(url=url, api_key=TOKEN) as client:
-        yield client
-
-
-def say(text: str) -> dict[str, Any]:
-    return {"messages": [{"role": "user", "content": text}]}
+def api_setup() -> ApiSetup:
+    return ApiSetup({"WAYSTONE_GRAPHS": GRAPHS})
 
 
 def steps(parts: list[Any]) -> list[tuple[str, int, str | None]]:

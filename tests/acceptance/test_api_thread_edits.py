@@ -12,10 +12,15 @@ import psycopg
 import pytest
 from langgraph_sdk.client import SyncLangGraphClient
 
-from tests.acceptance.test_langgraph_api import GRAPH, api, lg, say, texts
 from tests.conftest import Cli, wait_until
+from tests.support.api import ApiSetup
+from tests.support.chat import say, texts
+from tests.support.graphs import ASSIST
 
-__all__ = ["api", "lg"]  # the fixtures, shared
+
+@pytest.fixture
+def api_setup() -> ApiSetup:
+    return ApiSetup({"WAYSTONE_GRAPHS": ASSIST})
 
 
 def refused(call: Any) -> int:
@@ -81,6 +86,6 @@ def test_copy_then_delete(lg: SyncLangGraphClient, cli: Cli, sql: psycopg.Connec
     assert refused(lambda: lg.threads.create(thread_id=tid)) == 409  # the id stays taken
     left = sql.execute("SELECT count(*) FROM checkpoints WHERE thread_id = %s", (tid,))
     assert left.fetchone() == (0,)
-    history = cli("history", tid, "--json", env={"WAYSTONE_GRAPHS": GRAPH})
+    history = cli("history", tid, "--json", env={"WAYSTONE_GRAPHS": ASSIST})
     assert [r["state"] for r in json.loads(history.stdout)["runs"]] == ["done"], history.stderr
     assert texts(lg.threads.get_state(copy["thread_id"])["values"])[:2] == ["hi", "echo hi"]

@@ -13,35 +13,29 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
-from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
 from tests.acceptance.conftest import Workers
 from tests.conftest import Cli, wait_until
-from tests.support.api import api_server
+from tests.support.api import ApiSetup
+from tests.support.chat import say
+from tests.support.graphs import ASSIST
 from tests.support.hooks import Receiver
 
-TOKEN = "webhook-token"
-GRAPH = {"WAYSTONE_GRAPHS": "assist=tests.support.graphs:assist_graph"}
+GRAPH = {"WAYSTONE_GRAPHS": ASSIST}
 # loopback is refused unless listed (as the reference refuses it by default)
 HOOKS = {**GRAPH, "WAYSTONE_WEBHOOK_HOSTS": "127.0.0.1", "WAYSTONE_WEBHOOK_BACKOFF": "0.1"}
 
 
 @pytest.fixture
-def lg(cli: Cli) -> Iterator[SyncLangGraphClient]:
-    env = {**cli.env, **HOOKS, "WAYSTONE_API_TOKEN": TOKEN}
-    with api_server(env) as url, get_sync_client(url=url, api_key=TOKEN) as client:
-        yield client
+def api_setup() -> ApiSetup:
+    return ApiSetup(HOOKS, worker=None)
 
 
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
     with Receiver() as made:
         yield made
-
-
-def say(text: str) -> dict[str, Any]:
-    return {"messages": [{"role": "user", "content": text}]}
 
 
 def rows(sql: psycopg.Connection[Any]) -> list[tuple[str, int]]:

@@ -13,14 +13,9 @@ from typing import Any
 import psycopg
 
 from tests.conftest import REFUND_INPUT, Cli
+from tests.support.outputs import ok
 from waystone._crash import CRASH_POINTS
 from waystone.examples.provider import ProviderProcess
-
-
-def ok(result: Any) -> dict[str, Any]:
-    assert result.returncode == 0, result.stderr
-    data: dict[str, Any] = json.loads(result.stdout)
-    return data
 
 
 def start(cli: Cli) -> str:

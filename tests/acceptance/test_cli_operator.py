@@ -16,12 +16,13 @@ import uuid
 from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
-from typing import Any
 
 import psycopg
 import pytest
 
 from tests.conftest import REFUND_INPUT, ROOT, Cli, wait_until
+from tests.support.api import piped
+from tests.support.outputs import ok
 from waystone._db import embedded
 
 AGENT_MODULE = """
@@ -41,12 +42,6 @@ import sys
 from waystone.cli import main
 sys.exit(main())
 """
-
-
-def ok(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
-    assert result.returncode == 0, result.stderr
-    data: dict[str, Any] = json.loads(result.stdout)
-    return data
 
 
 def test_installed_command_finds_an_agents_module_in_the_current_directory(
@@ -100,14 +95,7 @@ def test_help_labels_flags_and_values_the_classic_way() -> None:
 
 
 def test_serve_json_prints_the_url_it_listens_on(cli: Cli) -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "waystone", "serve", "--port", "0", "--json"],
-        env=cli.env,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = piped([sys.executable, "-m", "waystone", "serve", "--port", "0", "--json"], cli.env)
     try:
         assert proc.stdout is not None
         announced = json.loads(proc.stdout.readline())

@@ -16,8 +16,9 @@ import psycopg
 import pytest
 
 from tests.acceptance.conftest import Workers
-from tests.acceptance.test_workers import WEBHOOK, one, start_settlement
+from tests.acceptance.test_workers import WEBHOOK, start_settlement
 from tests.conftest import Cli, wait_until
+from tests.support.rows import one, run_state
 from waystone.examples.provider import ProviderProcess
 
 LIB = Path(libfaketime.__file__).parent / "vendor" / "libfaketime" / "src"
@@ -69,7 +70,7 @@ def test_a_deadline_is_set_on_the_database_clock(
     thread_id = start_settlement(cli, "settled")  # waits up to 3600 s for the webhook
     ahead = workers.spawn("--until-idle", env=skewed("+1h"))
     assert ahead.wait(timeout=60) == 0, workers.output(ahead)
-    assert one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", thread_id) == "waiting"
+    assert run_state(sql, thread_id) == "waiting"
     waited = one(
         sql,
         "SELECT extract(epoch FROM r.wake_at - e.created_at) FROM waystone.runs r "
@@ -89,9 +90,7 @@ def test_a_worker_behind_the_database_times_out_once(
     thread_id = start_settlement(cli, "settled_briefly")  # 1 s, then the run fails
     behind = workers.spawn("--poll-seconds", "1", env=skewed("-1h"))
     wait_until(
-        lambda: (
-            one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", thread_id) == "failed"
-        ),
+        lambda: run_state(sql, thread_id) == "failed",
         "the wait timed out",
     )
     behind.send_signal(signal.SIGTERM)

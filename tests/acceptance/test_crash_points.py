@@ -15,6 +15,7 @@ import pytest
 
 from tests.conftest import REFUND_INPUT, Cli
 from tests.support.crashes import crash_points
+from tests.support.rows import effects
 from waystone.examples.provider import ProviderProcess
 
 TOOLS = ("refund", "notify_customer")
@@ -67,10 +68,7 @@ def test_killed_then_resumed_ends_done_with_each_effect_once(
     assert [r["order_id"] for r in ledger["refunds"]] == ["1001"]
     assert [n["to"] for n in ledger["notifications"]] == ["ana@example.com"]
     with psycopg.connect(database_url) as conn:
-        effects = conn.execute(
-            "SELECT tool, status FROM waystone.effects WHERE thread_id = %s ORDER BY ordinal",
-            (thread_id,),
-        ).fetchall()
+        ledger_rows = effects(conn, thread_id, "tool", "status")
         waits = conn.execute(
             "SELECT count(*) FROM waystone.run_events WHERE thread_id = %s "
             "AND kind = 'transition' AND to_state = 'waiting'",
@@ -79,6 +77,6 @@ def test_killed_then_resumed_ends_done_with_each_effect_once(
         decisions = conn.execute(
             "SELECT count(*) FROM waystone.signals WHERE thread_id = %s", (thread_id,)
         ).fetchone()
-    assert effects == [("refund", "confirmed"), ("notify_customer", "confirmed")]
+    assert ledger_rows == [("refund", "confirmed"), ("notify_customer", "confirmed")]
     assert waits == (1,), "the approval was asked again"
     assert decisions == (1,)

@@ -17,12 +17,11 @@ from langgraph_sdk import get_sync_client
 
 from tests.acceptance.conftest import Workers
 from tests.conftest import Cli, wait_until
-from tests.support.api import api_server
-from tests.support.graphs import assist_graph
+from tests.support.api import TOKEN, api_server
+from tests.support.graphs import ASSIST, assist_graph
+from tests.support.rows import cron_runs
 from waystone import Runtime, Settings
 
-TOKEN = "api-token-for-tests"
-GRAPH = "assist=tests.support.graphs:assist_graph"
 PING = {"messages": [{"role": "user", "content": "ping"}]}
 SCHEDULES = {"stateless": "* * * * * */2", "thread": "* * * * * */3"}
 SPAN_S = 60  # how long, by the ticks' own times, the crons run
@@ -33,17 +32,6 @@ def tick_rows(sql: psycopg.Connection[Any], cron_id: str) -> list[dict[str, Any]
         return cur.execute(
             "SELECT * FROM waystone.cron_ticks WHERE cron_id = %s ORDER BY tick_at", (cron_id,)
         ).fetchall()
-
-
-def started(sql: psycopg.Connection[Any], cron_id: str) -> list[tuple[str, str, str]]:
-    """(thread id, start key, state) of each run the cron started, current or past."""
-    rows = sql.execute(
-        "SELECT thread_id, start_key, state FROM waystone.runs WHERE start_key LIKE %(k)s "
-        "UNION ALL SELECT thread_id, start_key, state FROM waystone.thread_runs "
-        "WHERE start_key LIKE %(k)s",
-        {"k": f"cron:{cron_id}:%"},
-    ).fetchall()
-    return [tuple(r) for r in rows]  # type: ignore[misc]
 
 
 def scheduled(schedule: str, first: datetime, last: datetime) -> list[datetime]:
@@ -67,9 +55,9 @@ def spanned(sql: psycopg.Connection[Any], cron_ids: list[str]) -> bool:
 def test_one_run_per_tick_with_three_workers_and_two_servers(
     cli: Cli, workers: Workers, sql: psycopg.Connection[Any]
 ) -> None:
-    env = {**cli.env, "WAYSTONE_GRAPHS": GRAPH, "WAYSTONE_API_TOKEN": TOKEN}
+    env = {**cli.env, "WAYSTONE_GRAPHS": ASSIST, "WAYSTONE_API_TOKEN": TOKEN}
     for _ in range(3):
-        workers.spawn(env={"WAYSTONE_GRAPHS": GRAPH})
+        workers.spawn(env={"WAYSTONE_GRAPHS": ASSIST})
     with ExitStack() as stack:
         urls = [stack.enter_context(api_server(env)) for _ in range(2)]
         a, b = (stack.enter_context(get_sync_client(url=u, api_key=TOKEN)) for u in urls)
@@ -95,14 +83,14 @@ def test_one_run_per_tick_with_three_workers_and_two_servers(
         assert {r["tick_at"] for r in rows} <= set(expected)
         # each tick taken by one worker (the ticks' primary key), each started run's start
         # key once in the runs tables, and the run of each tick that started one there
-        runs = started(sql, cron_id)
+        runs = cron_runs(sql, cron_id)
         keys = [k for _, k, _ in runs]
         assert len(keys) == len(set(keys)), f"{kind}: a tick ran twice"
         assert sorted(keys) == sorted(r["start_key"] for r in rows if r["outcome"] == "started")
         assert len(runs) == sum(r["outcome"] == "started" for r in rows) > 0, kind
-    stateless = started(sql, ids["stateless"])
+    stateless = cron_runs(sql, ids["stateless"])
     assert len({t for t, _, _ in stateless}) == len(stateless)  # a new thread each tick
-    on_thread = started(sql, ids["thread"])
+    on_thread = cron_runs(sql, ids["thread"])
     assert {t for t, _, _ in on_thread} == {thread_id}
     skipped = [r for r in tick_rows(sql, ids["thread"]) if r["outcome"] == "skipped"]
     assert all("still" in r["reason"] for r in skipped)  # its run had not ended
@@ -111,12 +99,12 @@ def test_one_run_per_tick_with_three_workers_and_two_servers(
 def test_an_async_worker_ticks_too(
     cli: Cli, workers: Workers, database_url: str, sql: psycopg.Connection[Any]
 ) -> None:
-    workers.spawn("--async", env={"WAYSTONE_GRAPHS": GRAPH})
+    workers.spawn("--async", env={"WAYSTONE_GRAPHS": ASSIST})
     settings = Settings.from_env(database_url=database_url)
     with Runtime(settings, graphs={"assist": assist_graph}) as rt:
         cron = rt.crons.create("assist", "* * * * * *", PING)
         wait_until(
-            lambda: sum(s == "done" for _, _, s in started(sql, cron.cron_id)) >= 2,
+            lambda: sum(s == "done" for _, _, s in cron_runs(sql, cron.cron_id)) >= 2,
             "two of its runs driven to the end by the async worker",
         )
         assert rt.crons.delete(cron.cron_id)

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.acceptance.test_react_agent_safe import KILLS, SAID, _bookings, _json
 from tests.acceptance.test_settle import _ledger
 from tests.conftest import ROOT, Cli
 from tests.support.blocks import (
@@ -32,7 +31,9 @@ from tests.support.blocks import (
     fetched,
     runner,
 )
+from tests.support.outputs import ok
 from tests.support.safe_graphs import GRAPHS, trip
+from tests.support.trips import KILLS, SAID, bookings
 from waystone.examples.provider import ProviderProcess
 from waystone.runtime import Runtime
 
@@ -88,7 +89,7 @@ def test_the_settle_commands_run_as_written(
         assert died.returncode == -9, died.stderr
         assert runtime.run(thread_id).state == "needs-human"
         [key] = [e["key"] for e in runtime.history(thread_id)["effects"] if e["tool"] == "book"]
-        booked = len(_bookings(provider))
+        booked = len(bookings(provider))
 
         given = {"THREAD": thread_id, "KEY": key}
         settled = cli(*[given.get(w, w) for w in settle[1:]])
@@ -106,9 +107,9 @@ def test_the_settle_commands_run_as_written(
                 assert receipt == {"settled_by": by, "reason": reason}
         requeued = cli(*[given.get(w, w) for w in requeue[1:]])
         assert requeued.returncode == 0, requeued.stderr
-        assert _json(cli("run", thread_id, "--json"))["state"] == "done"
+        assert ok(cli("run", thread_id, "--json"))["state"] == "done"
         made_again = 1 if "--absent" in settle else 0  # applied: not made again
-        assert len(_bookings(provider)) == booked + made_again
+        assert len(bookings(provider)) == booked + made_again
 
 
 def test_the_migrate_commands_run_as_written(
@@ -129,7 +130,7 @@ def test_the_migrate_commands_run_as_written(
             capture_output=True,
             text=True,
         )
-        return list(_json(shown)["pending"])
+        return list(ok(shown)["pending"])
 
     for line, left in zip(lines, (True, False), strict=True):
         done = subprocess.run(

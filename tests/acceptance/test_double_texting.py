@@ -9,58 +9,34 @@ from __future__ import annotations
 
 import json
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import psycopg
 import pytest
-from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
 from tests.acceptance.conftest import Workers
 from tests.conftest import Cli, wait_until
-from tests.support.api import api_server
+from tests.support.api import ApiSetup, api_client
+from tests.support.chat import say, texts
 from tests.support.gated import GRAPH, gated_graph
+from tests.support.outputs import ok
 from waystone import Runtime
 from waystone.config import Settings
 from waystone.web.shapes import jsonable
 
-TOKEN = "api-token-for-tests"
+
+@pytest.fixture
+def api_setup(gates: Path) -> ApiSetup:
+    env = {"WAYSTONE_GRAPHS": GRAPH, "WAYSTONE_TEST_GATES": str(gates)}
+    return ApiSetup(env, worker=("--concurrency", "2"))  # one slot held at a gate, one free
 
 
 @pytest.fixture
-def gates(tmp_path: Path) -> Path:
-    folder = tmp_path / "gates"
-    folder.mkdir()
-    return folder
-
-
-@pytest.fixture
-def env(cli: Cli, gates: Path) -> dict[str, str]:
-    return {**cli.env, "WAYSTONE_GRAPHS": GRAPH, "WAYSTONE_TEST_GATES": str(gates)}
-
-
-@pytest.fixture
-def api(env: dict[str, str], workers: Workers) -> Iterator[str]:
-    workers.spawn("--concurrency", "2", env=env)  # one slot held at a gate, one free
-    with api_server({**env, "WAYSTONE_API_TOKEN": TOKEN}) as url:
-        yield url
-
-
-@pytest.fixture
-def lg(api: str) -> Iterator[SyncLangGraphClient]:
-    with get_sync_client(url=api, api_key=TOKEN) as client:
-        yield client
-
-
-def say(text: str) -> dict[str, Any]:
-    return {"messages": [{"role": "user", "content": text}]}
-
-
-def texts(values: dict[str, Any]) -> list[str]:
-    return [m["content"] for m in values.get("messages", [])]
+def env(cli: Cli, api_setup: ApiSetup) -> dict[str, str]:
+    return {**cli.env, **api_setup.env}
 
 
 def held_at_gate(lg: SyncLangGraphClient, thread_id: str, text: str) -> dict[str, Any]:
@@ -86,11 +62,8 @@ def status_code(call: Any) -> int:
     return refused.value.response.status_code
 
 
-def history(cli: Cli, env: dict[str, str], thread_id: str) -> dict[str, Any]:
-    done = cli("history", thread_id, "--json", env=env)
-    assert done.returncode == 0, done.stderr
-    shown: dict[str, Any] = json.loads(done.stdout)
-    return shown
+def history(cli: Cli, env: dict[str, str], thread_id: str) -> Any:
+    return ok(cli("history", thread_id, "--json", env=env))
 
 
 def fenced_out(workers: Workers, thread_id: str) -> bool:
@@ -176,10 +149,7 @@ def test_an_enqueued_run_survives_a_restart_and_starts_once_with_two_workers(
     """The queued run lives in Postgres: the API process that made it is gone when the
     run before it ends, a second worker is up, and the run begins once."""
     workers.spawn("--concurrency", "2", env=env)
-    with (
-        api_server({**env, "WAYSTONE_API_TOKEN": TOKEN}) as url,
-        get_sync_client(url=url, api_key=TOKEN) as lg,
-    ):
+    with api_client(env) as lg:
         thread_id = lg.threads.create()["thread_id"]
         held_at_gate(lg, thread_id, "a")
         queued = lg.runs.create(thread_id, "gated", input=say("b"), multitask_strategy="enqueue")
@@ -187,10 +157,7 @@ def test_an_enqueued_run_survives_a_restart_and_starts_once_with_two_workers(
         "SELECT number FROM waystone.pending_runs WHERE thread_id = %s", (thread_id,)
     ).fetchall() == [(2,)]  # in Postgres, with no API process up
     workers.spawn("--concurrency", "2", env=env)
-    with (
-        api_server({**env, "WAYSTONE_API_TOKEN": TOKEN}) as url,
-        get_sync_client(url=url, api_key=TOKEN) as lg,
-    ):
+    with api_client(env) as lg:
         assert lg.runs.get(thread_id, queued["run_id"])["status"] == "pending"
         (gates / "a").touch()
         (gates / "b").touch()
@@ -217,10 +184,7 @@ def test_a_worker_killed_as_its_run_ends_loses_no_queued_run(
     doomed = workers.spawn(
         "--lease-seconds", "2", env={**env, "WAYSTONE_CRASH_AT": "run:after-checkpoint"}
     )
-    with (
-        api_server({**env, "WAYSTONE_API_TOKEN": TOKEN}) as url,
-        get_sync_client(url=url, api_key=TOKEN) as lg,
-    ):
+    with api_client(env) as lg:
         thread_id = lg.threads.create()["thread_id"]
         held_at_gate(lg, thread_id, "a")
         queued = lg.runs.create(thread_id, "gated", input=say("b"), multitask_strategy="enqueue")

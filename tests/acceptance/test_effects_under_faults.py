@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import psycopg
 
-from tests.acceptance.conftest import Workers
+from tests.acceptance.conftest import Workers, stopped
 from tests.conftest import REFUND_INPUT, Cli, wait_until
 from tests.support.proxy import DelayingProxy
+from tests.support.rows import lease_expired, one, run_state
 from waystone import Runtime
 from waystone.examples.provider import ProviderProcess
 
@@ -26,29 +25,12 @@ FAST_NOTIFY = {
 }
 
 
-def stopped(proc: subprocess.Popen[str]) -> bool:
-    """Whether the process stopped itself (SIGSTOP): its state in /proc is T."""
-    stat = Path(f"/proc/{proc.pid}/stat").read_text()
-    return stat.rsplit(")", 1)[1].split()[0] == "T"
-
-
-def one(sql: psycopg.Connection[Any], query: str, *params: Any) -> Any:
-    row = sql.execute(query, params).fetchone()
-    assert row is not None
-    return row[0]
-
-
 def holding_notifications(provider: ProviderProcess, hold_s: float, times: int) -> DelayingProxy:
     """A proxy to the provider that holds its first ``times`` notification POSTs."""
     address = urlsplit(provider.url)
     assert address.hostname and address.port
     held = b"POST /notifications"
     return DelayingProxy((address.hostname, address.port), held, hold_s=hold_s, times=times)
-
-
-def _lease_expired(sql: psycopg.Connection[Any], thread_id: str) -> bool:
-    query = "SELECT lease_expires_at < clock_timestamp() FROM waystone.runs WHERE thread_id = %s"
-    return bool(one(sql, query, thread_id))
 
 
 def _landed(provider: ProviderProcess) -> int:
@@ -78,10 +60,10 @@ def test_frozen_worker_sends_no_second_notification(
         env={**FAST_NOTIFY, "WAYSTONE_FREEZE_AT": "effect:before-send@notify_customer"},
     )
     wait_until(lambda: stopped(frozen), "the worker frozen before sending the notification")
-    wait_until(lambda: _lease_expired(sql, thread_id), "the frozen worker's lease expired")
+    wait_until(lambda: lease_expired(sql, thread_id), "the frozen worker's lease expired")
     rescuer = workers.spawn("--lease-seconds", "2", "--until-idle", env=FAST_NOTIFY)
     assert rescuer.wait(timeout=90) == 0, workers.output(rescuer)
-    assert one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", thread_id) == "done"
+    assert run_state(sql, thread_id) == "done"
 
     frozen.send_signal(signal.SIGCONT)
     assert frozen.wait(timeout=90) == 0, workers.output(frozen)
@@ -112,7 +94,7 @@ def test_slow_network_sends_each_notification_once(
         wait_until(lambda: _landed(provider) == 4, "the 2 held requests and the 2 resent landed")
     assert proxy.held == 2
     for thread_id in threads:
-        assert one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", thread_id) == "done"
+        assert run_state(sql, thread_id) == "done"
         assert "unknown-outcome" in event_kinds(sql, thread_id)
     ledger = provider.ledger()
     sent = sorted(n["client_ref"] for n in ledger["notifications"])
@@ -198,11 +180,11 @@ def test_a_longer_timeout_elsewhere_is_waited_for(
         wait_until(lambda: proxy.held == 1, "the first worker's notification in transit")
         first.send_signal(signal.SIGKILL)
         first.wait(timeout=30)
-        wait_until(lambda: _lease_expired(sql, thread_id), "the dead worker's lease expired")
+        wait_until(lambda: lease_expired(sql, thread_id), "the dead worker's lease expired")
         env = {**FAST_NOTIFY, "WAYSTONE_PAYMENTS_URL": proxy.url}
         second = workers.spawn("--lease-seconds", "2", "--until-idle", env=env)
         assert second.wait(timeout=120) == 0, workers.output(second)
-    assert one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", thread_id) == "done"
+    assert run_state(sql, thread_id) == "done"
     ledger = provider.ledger()
     assert len(ledger["notifications"]) == 1, ledger  # the late one, found; or refused and sent
     assert "reconcile-wait" in event_kinds(sql, thread_id)

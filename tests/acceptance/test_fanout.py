@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -16,9 +15,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from tests.acceptance.conftest import Workers
+from tests.acceptance.conftest import Workers, stopped
 from tests.conftest import Cli, wait_until
 from tests.support import fanout
+from tests.support.rows import lease_expired, one, run_state, writes
 from waystone.config import Settings
 from waystone.examples.provider import ProviderProcess
 from waystone.runtime import Runtime
@@ -48,12 +48,6 @@ def start(cli: Cli, env: dict[str, str]) -> str:
     return thread_id
 
 
-def one(sql: psycopg.Connection[Any], query: str, *params: Any) -> Any:
-    row = sql.execute(query, params).fetchone()
-    assert row is not None
-    return row[0]
-
-
 def assert_each_refund_once(provider: ProviderProcess) -> None:
     refunds = provider.ledger()["refunds"]
     assert sorted(r["order_id"] for r in refunds) == [f"o7-{n}" for n in range(len(BRANCHES))]
@@ -63,7 +57,7 @@ def assert_each_refund_once(provider: ProviderProcess) -> None:
 def assert_finished(database_url: str, sql: psycopg.Connection[Any], thread_id: str) -> None:
     """Done, with every branch's receipt in the state and every effect applied in the
     ledger (none left as an intent, whatever process made it)."""
-    assert one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", thread_id) == "done"
+    assert run_state(sql, thread_id) == "done"
     with Runtime(Settings(database_url=database_url), graphs={"fanout": fanout.fanout_graph}) as rt:
         values = rt.graph("fanout").get_state(rt.config(thread_id)).values
     assert sorted(r["order_id"] for r in values["receipts"]) == [
@@ -104,26 +98,6 @@ def test_a_fanout_killed_midway_runs_again_only_the_branch_not_saved(
     assert_finished(database_url, sql, thread_id)
 
 
-def stopped(proc: subprocess.Popen[str]) -> bool:
-    """Whether the process is stopped (by a signal), as the kernel reports it."""
-    return Path(f"/proc/{proc.pid}/stat").read_text().rpartition(")")[2].split()[0] == "T"
-
-
-def writes(sql: psycopg.Connection[Any], thread_id: str) -> tuple[Any, ...]:
-    """Everything a worker could write for a run, in any checkpoint namespace."""
-    return (
-        sql.execute(
-            "SELECT (SELECT count(*) FROM checkpoints WHERE thread_id = %s),"
-            " (SELECT count(*) FROM checkpoint_writes WHERE thread_id = %s),"
-            " (SELECT count(*) FROM checkpoint_blobs WHERE thread_id = %s),"
-            " (SELECT count(*) FROM waystone.run_events WHERE thread_id = %s),"
-            " (SELECT max(updated_at) FROM waystone.effects WHERE thread_id = %s)",
-            (thread_id,) * 5,
-        ).fetchone()
-        or ()
-    )
-
-
 def test_a_worker_frozen_in_the_fanout_writes_nothing_after_a_takeover(
     cli: Cli,
     env: dict[str, str],
@@ -138,14 +112,7 @@ def test_a_worker_frozen_in_the_fanout_writes_nothing_after_a_takeover(
     zombie = workers.spawn("--lease-seconds", "2", "--until-idle", "--name", "A", env=frozen)
     wait_until(lambda: stopped(zombie), "A stopped itself inside a branch")
     zombie_token = one(sql, "SELECT lease_token FROM waystone.runs WHERE thread_id = %s", thread_id)
-    wait_until(
-        lambda: one(
-            sql,
-            "SELECT lease_expires_at < clock_timestamp() FROM waystone.runs WHERE thread_id = %s",
-            thread_id,
-        ),
-        "A's lease expired",
-    )
+    wait_until(lambda: lease_expired(sql, thread_id), "A's lease expired")
     rescuer = workers.spawn("--lease-seconds", "2", "--until-idle", "--name", "B", env=env)
     assert rescuer.wait(timeout=90) == 0, workers.output(rescuer)
     assert_finished(database_url, sql, thread_id)

@@ -5,21 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.acceptance.test_serve import TOKEN, Served
 from tests.conftest import REFUND_INPUT, Cli
+from tests.support.served import TOKEN, Served
 from waystone import Runtime
-
-
-@pytest.fixture
-def served(runtime: Runtime) -> Iterator[Served]:
-    server = Served(runtime, TOKEN)
-    yield server
-    server.close()
 
 
 @pytest.mark.parametrize("command", ["api", "serve"])

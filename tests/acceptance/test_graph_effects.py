@@ -6,7 +6,6 @@ once in the provider's own records (``GET /_ledger``)."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import psycopg
 import pytest
@@ -17,6 +16,8 @@ from langgraph.types import Command
 from tests.conftest import Cli
 from tests.support.crashes import crash_points
 from tests.support.effect_graphs import GRAPHS, interrupting_on_stock
+from tests.support.outputs import ok
+from tests.support.rows import effects
 from waystone.examples.provider import ProviderProcess
 
 TOOLS = ("refund", "notify")
@@ -51,11 +52,6 @@ def graph_cli(cli: Cli) -> Cli:
     return cli
 
 
-def _json(done: Any) -> Any:
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
-
-
 def test_every_crash_point_is_on_the_effect_path_or_the_presets() -> None:
     """A new crash point is looped over below, or said to be the preset's or a webhook's."""
     listed = {p["name"] for p in POINTS}
@@ -79,23 +75,20 @@ def test_a_react_agent_killed_at_a_crash_point_makes_each_effect_once(
     provider.inject("refunds", "transient", times=1)
     provider.inject("notifications", "transient", times=1)
     said = {"messages": [{"role": "user", "content": json.dumps(ASKED)}]}
-    started = _json(graph_cli("start", "--graph", "react", "--input", json.dumps(said), "--json"))
+    started = ok(graph_cli("start", "--graph", "react", "--input", json.dumps(said), "--json"))
     thread_id = started["thread_id"]
 
     killed = graph_cli("run", thread_id, "--json", env={"WAYSTONE_CRASH_AT": armed})
     assert killed.returncode == -9, f"{armed} was never reached: {killed.stdout}{killed.stderr}"
-    last = _json(graph_cli("run", thread_id, "--json"))
+    last = ok(graph_cli("run", thread_id, "--json"))
     assert last["state"] == "done", last
 
     made = provider.ledger()
     assert [(r["order_id"], r["amount"]) for r in made["refunds"]] == [("1001", "12.00")]
     assert [n["to"] for n in made["notifications"]] == ["ana@example.com"]
     with psycopg.connect(database_url) as conn:
-        effects = conn.execute(
-            "SELECT tool, status, key FROM waystone.effects WHERE thread_id = %s ORDER BY tool",
-            (thread_id,),
-        ).fetchall()
-    assert effects == [
+        made_effects = effects(conn, thread_id, "tool", "status", "key", order="tool")
+    assert made_effects == [
         ("notify", "confirmed", made["notifications"][0]["client_ref"]),
         ("refund", "confirmed", made["refunds"][0]["idempotency_key"]),
     ]
@@ -108,18 +101,18 @@ def test_an_effect_before_an_interrupt_is_made_once_and_twice_on_the_stock_saver
     process, LangGraph runs the node's code again from its start. Through Waystone the
     ledger gives the first call's receipt back; on the stock ``PostgresSaver`` the same
     graph, calling the provider directly, tells the customer twice."""
-    started = _json(
+    started = ok(
         graph_cli(
             "start", "--graph", "interrupting", "--input", '{"to": "ana@example.com"}', "--json"
         )
     )
     thread_id = started["thread_id"]
-    waiting = _json(graph_cli("run", thread_id, "--json"))
+    waiting = ok(graph_cli("run", thread_id, "--json"))
     assert [i["value"] for i in waiting["interrupts"]] == [{"ask": "was the customer told?"}]
     sent = provider.ledger()["notifications"]
     assert [n["to"] for n in sent] == ["ana@example.com"]
 
-    done = _json(graph_cli("resume", thread_id, "--value", '"yes"', "--run", "--json"))
+    done = ok(graph_cli("resume", thread_id, "--value", '"yes"', "--run", "--json"))
     assert done["state"] == "done", done
     assert provider.ledger()["notifications"] == sent  # not sent again
 
@@ -142,7 +135,7 @@ def test_an_effect_in_the_graphs_first_node_is_made_once_across_a_crash(
     began from: a new run's first checkpoints, held to commit with its first node's,
     are committed before that node's first effect, so the run killed after the provider
     applied it resumes from the same checkpoint, with the same key, and finds it."""
-    started = _json(
+    started = ok(
         graph_cli(
             "start", "--graph", "interrupting", "--input", '{"to": "ana@example.com"}', "--json"
         )
@@ -150,6 +143,6 @@ def test_an_effect_in_the_graphs_first_node_is_made_once_across_a_crash(
     thread_id = started["thread_id"]
     killed = graph_cli("run", thread_id, "--json", env={"WAYSTONE_CRASH_AT": armed})
     assert killed.returncode == -9, f"{armed} was never reached: {killed.stdout}{killed.stderr}"
-    waiting = _json(graph_cli("run", thread_id, "--json"))
+    waiting = ok(graph_cli("run", thread_id, "--json"))
     assert waiting["state"] == "waiting", waiting
     assert [n["to"] for n in provider.ledger()["notifications"]] == ["ana@example.com"]

@@ -5,7 +5,7 @@ second message on the same thread; refusals that change nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -15,33 +15,18 @@ from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 from starlette.routing import Route
 
-from tests.acceptance.conftest import Workers
-from tests.conftest import Cli
-from tests.support.api import api_server
+from tests.support.api import TOKEN, ApiSetup
+from tests.support.chat import say, texts
+from tests.support.graphs import ASSIST
 from tests.support.scan import row_counts
 from waystone import Runtime
 from waystone.web import create_app
 from waystone.web.replies import kind_of
 
-TOKEN = "api-token-for-tests"
-GRAPH = "assist=tests.support.graphs:assist_graph"
-
 
 @pytest.fixture
-def api(cli: Cli, workers: Workers) -> Iterator[str]:
-    workers.spawn(env={"WAYSTONE_GRAPHS": GRAPH})
-    with api_server({**cli.env, "WAYSTONE_GRAPHS": GRAPH, "WAYSTONE_API_TOKEN": TOKEN}) as url:
-        yield url
-
-
-@pytest.fixture
-def lg(api: str) -> Iterator[SyncLangGraphClient]:
-    with get_sync_client(url=api, api_key=TOKEN) as client:
-        yield client
-
-
-def texts(values: dict[str, Any]) -> list[str]:
-    return [m["content"] for m in values["messages"]]
+def api_setup() -> ApiSetup:
+    return ApiSetup({"WAYSTONE_GRAPHS": ASSIST})
 
 
 def test_a_chat_thread_through_the_sdk(
@@ -136,10 +121,6 @@ def test_refusals_change_nothing(
 
 
 MODES = ["values", "updates", "messages-tuple"]
-
-
-def say(text: str) -> dict[str, Any]:
-    return {"messages": [{"role": "user", "content": text}]}
 
 
 def test_a_chat_thread_streamed_through_the_sdk(lg: SyncLangGraphClient) -> None:

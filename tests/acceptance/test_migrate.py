@@ -3,19 +3,12 @@ command on a database behind says what to run."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 from tests.conftest import Cli
 from tests.support.migrations import MIGRATIONS, at_baseline, version
+from tests.support.outputs import ok
 from waystone._db.migrations import latest_version
-
-
-def ok(result: Any) -> dict[str, Any]:
-    assert result.returncode == 0, result.stderr
-    data: dict[str, Any] = json.loads(result.stdout)
-    return data
 
 
 def test_dry_run_at_the_baseline_lists_what_it_would_apply_and_applies_nothing(

@@ -8,7 +8,7 @@ import json
 
 import psycopg
 
-from tests.conftest import Cli
+from tests.conftest import REFUND_INPUT, Cli
 from tests.support.scan import row_counts, scan
 from waystone.examples.provider import ProviderProcess
 
@@ -21,9 +21,7 @@ def test_no_personal_data_is_stored_in_plain_form(
     cli: Cli, provider: ProviderProcess, database_url: str
 ) -> None:
     data = {
-        "order_id": "1001",
-        "amount": "120.00",
-        "currency": "EUR",
+        **REFUND_INPUT,
         "email": EMAIL,
         "phone": PHONE,
         "card": CARD,

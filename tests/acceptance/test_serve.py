@@ -6,91 +6,23 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import signal
-import subprocess
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 import psycopg
 import pytest
 
-from tests.conftest import REFUND_INPUT, ROOT
+from tests.conftest import REFUND_INPUT
+from tests.support.api import piped
+from tests.support.browser import chromium
+from tests.support.rows import changes, signals
+from tests.support.served import TOKEN, Reply, Served
 from waystone import Runtime, Settings
 from waystone.examples.provider import ProviderProcess
 from waystone.web.gate import SESSION_COOKIE
 from waystone.web.security import session_cookie
-from waystone.web.serve import WebServer
-
-TOKEN = "t0ken-for-the-serve-tests"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-@dataclass
-class Reply:
-    status: int
-    headers: dict[str, str]
-    body: bytes
-
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-
-class Served:
-    """A server over the test runtime, in a background thread, and a tiny HTTP client."""
-
-    def __init__(self, runtime: Runtime, token: str | None) -> None:
-        self.server = WebServer(runtime, "127.0.0.1", 0, token)
-        self.host, self.port = "127.0.0.1", self.server.port
-        self.url = self.server.url
-        self.server.start()
-
-    def close(self) -> None:
-        self.server.stop()
-
-    def request(
-        self,
-        method: str,
-        path: str,
-        body: bytes | str | dict[str, Any] | None = None,
-        headers: dict[str, str] | None = None,
-        token: str | None = None,
-    ) -> Reply:
-        data = json.dumps(body).encode() if isinstance(body, dict) else body
-        if isinstance(data, str):
-            data = data.encode()
-        sent = dict(headers or {})
-        if token is not None:
-            sent["Authorization"] = f"Bearer {token}"
-        if data is not None:
-            sent.setdefault("Content-Type", "application/json")
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=60)
-        try:
-            conn.request(method, path, body=data, headers=sent)
-            resp = conn.getresponse()
-            return Reply(resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read())
-        finally:
-            conn.close()
-
-
-@pytest.fixture
-def served(runtime: Runtime) -> Iterator[Served]:
-    s = Served(runtime, TOKEN)
-    yield s
-    s.close()
 
 
 @pytest.fixture
@@ -101,27 +33,6 @@ def waiting(runtime: Runtime, provider: ProviderProcess) -> str:
     status = runtime.run(thread_id)
     assert status.state == "waiting" and status.pending_approval is not None
     return thread_id
-
-
-def changes(sql: psycopg.Connection[Any]) -> tuple[Any, ...]:
-    """Everything a refused request must leave alone."""
-    row = sql.execute(
-        "SELECT (SELECT count(*) FROM waystone.signals),"
-        " (SELECT count(*) FROM waystone.run_events),"
-        " (SELECT count(*) FROM waystone.effects),"
-        " (SELECT string_agg(thread_id || ':' || state, ',' ORDER BY thread_id)"
-        "  FROM waystone.runs)"
-    ).fetchone()
-    assert row is not None
-    return tuple(row)
-
-
-def signals(sql: psycopg.Connection[Any], thread_id: str, name: str) -> list[Any]:
-    return sql.execute(
-        "SELECT payload, dedupe_key, actor FROM waystone.signals"
-        " WHERE thread_id = %s AND name = %s ORDER BY id",
-        (thread_id, name),
-    ).fetchall()
 
 
 def test_changes_without_the_token_are_refused_and_change_nothing(
@@ -409,68 +320,57 @@ def test_api_dashboard(waiting: str, served: Served) -> None:
 def test_dashboard_page_in_a_real_browser(
     runtime: Runtime, waiting: str, served: Served, sql: psycopg.Connection[Any]
 ) -> None:
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(
-            f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium); "
-            "this test never skips"
-        )
-    from playwright.sync_api import sync_playwright
-
     approval = f'.approval[data-thread-id="{waiting}"]'
     run_row = f'tr[id="run-{waiting}"]'
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            context = browser.new_context()
-            page = context.new_page()
+    with chromium() as browser:
+        context = browser.new_context()
+        page = context.new_page()
 
-            # Not logged in: the page shows nothing of the runs, and says to log in.
-            refused = page.goto(served.url + "/")
-            assert refused is not None and refused.status == 401
-            assert "reading needs the API token" in page.locator("#error").inner_text()
-            assert page.locator(approval).count() == 0 and waiting not in page.content()
+        # Not logged in: the page shows nothing of the runs, and says to log in.
+        refused = page.goto(served.url + "/")
+        assert refused is not None and refused.status == 401
+        assert "reading needs the API token" in page.locator("#error").inner_text()
+        assert page.locator(approval).count() == 0 and waiting not in page.content()
 
-            # Log in with the token: an HttpOnly, SameSite=Strict cookie, not the token.
-            page.locator('a[href="/login"]').first.click()
-            page.wait_for_url(served.url + "/login")
-            page.fill('input[name="token"]', TOKEN)
-            page.click('#login button[type="submit"]')
-            page.wait_for_url(served.url + "/")
-            [cookie] = context.cookies()
-            assert cookie["name"] == SESSION_COOKIE
-            assert cookie["httpOnly"] is True and cookie["sameSite"] == "Strict"
-            assert TOKEN not in cookie["value"]
+        # Log in with the token: an HttpOnly, SameSite=Strict cookie, not the token.
+        page.locator('a[href="/login"]').first.click()
+        page.wait_for_url(served.url + "/login")
+        page.fill('input[name="token"]', TOKEN)
+        page.click('#login button[type="submit"]')
+        page.wait_for_url(served.url + "/")
+        [cookie] = context.cookies()
+        assert cookie["name"] == SESSION_COOKIE
+        assert cookie["httpOnly"] is True and cookie["sameSite"] == "Strict"
+        assert TOKEN not in cookie["value"]
 
-            # Approve with a click: back on the dashboard, the decision is in Postgres.
-            page.locator(f'{approval} input[name="comment"]').fill("checked the order")
-            with page.expect_response(lambda r: r.request.method == "POST") as posted:
-                page.locator(f"{approval} button.approve").click()
-            assert posted.value.status == 303
-            page.wait_for_url(served.url + "/")
-            [(decision, _, _)] = signals(sql, waiting, "approval")
-            assert (decision["choice"], decision["by"], decision["comment"]) == (
-                "approve",
-                "web",
-                "checked the order",
-            )
-            assert page.locator(approval).count() == 0  # approved: no longer pending
-            assert "approved by web" in page.locator(run_row).inner_text()
+        # Approve with a click: back on the dashboard, the decision is in Postgres.
+        page.locator(f'{approval} input[name="comment"]').fill("checked the order")
+        with page.expect_response(lambda r: r.request.method == "POST") as posted:
+            page.locator(f"{approval} button.approve").click()
+        assert posted.value.status == 303
+        page.wait_for_url(served.url + "/")
+        [(decision, _, _)] = signals(sql, waiting, "approval")
+        assert (decision["choice"], decision["by"], decision["comment"]) == (
+            "approve",
+            "web",
+            "checked the order",
+        )
+        assert page.locator(approval).count() == 0  # approved: no longer pending
+        assert "approved by web" in page.locator(run_row).inner_text()
 
-            assert runtime.run(waiting).state == "done"
-            page.reload()
-            assert page.locator(f"{run_row} .run-state").inner_text() == "done"
-            assert page.locator(run_row).get_attribute("data-state") == "done"
-            assert page.locator(approval).count() == 0
+        assert runtime.run(waiting).state == "done"
+        page.reload()
+        assert page.locator(f"{run_row} .run-state").inner_text() == "done"
+        assert page.locator(run_row).get_attribute("data-state") == "done"
+        assert page.locator(approval).count() == 0
 
-            # The run's history page, through its link.
-            page.locator(f"{run_row} a").click()
-            page.wait_for_url(served.url + f"/runs/{quote(waiting, safe='')}")
-            events = page.locator("#events").inner_text()
-            assert "approve by web" in events and "done" in events
-            assert urlsplit(page.url).path.endswith(waiting)
-            context.close()
-        finally:
-            browser.close()
+        # The run's history page, through its link.
+        page.locator(f"{run_row} a").click()
+        page.wait_for_url(served.url + f"/runs/{quote(waiting, safe='')}")
+        events = page.locator("#events").inner_text()
+        assert "approve by web" in events and "done" in events
+        assert urlsplit(page.url).path.endswith(waiting)
+        context.close()
 
 
 SERVE = """
@@ -487,13 +387,7 @@ print("stopped", flush=True)
 
 
 def test_serve_prints_its_url_and_stops_on_sigterm(database_url: str) -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-c", SERVE, database_url, TOKEN],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = piped([sys.executable, "-c", SERVE, database_url, TOKEN])
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()

@@ -11,8 +11,9 @@ from typing import Any
 import psycopg
 import pytest
 
-from tests.acceptance.test_serve import TOKEN, Served, signals
 from tests.conftest import REFUND_INPUT
+from tests.support.rows import signals
+from tests.support.served import TOKEN, Served
 from waystone import BadInput, Runtime
 from waystone.cli.agents import default_agents
 from waystone.config import MAX_BODY, Settings

@@ -7,7 +7,6 @@ whatever the CSP would block)."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from typing import Any, TypedDict
 from urllib.parse import quote
@@ -17,9 +16,11 @@ from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import interrupt
 
-from tests.acceptance.test_serve import CHROMIUM, CHROMIUM_ARGS, TOKEN, Served
 from tests.conftest import REFUND_INPUT
+from tests.support.browser import chromium, log_in
+from tests.support.chain import chain
 from tests.support.graphs import chat_graph
+from tests.support.served import TOKEN, Served
 from waystone import Runtime, Settings
 from waystone.cli.agents import default_agents
 from waystone.examples.provider import ProviderProcess
@@ -62,11 +63,7 @@ def _called(state: MessagesState) -> dict[str, list[AnyMessage]]:
 
 def called_graph() -> StateGraph[Any]:
     """One node that adds a tool call and its result, each holding markup."""
-    builder: StateGraph[Any] = StateGraph(MessagesState)
-    builder.add_node("called", _called)
-    builder.add_edge(START, "called")
-    builder.add_edge("called", END)
-    return builder
+    return chain(MessagesState, ("called", _called))
 
 
 @pytest.fixture
@@ -100,9 +97,7 @@ def marked(
 def test_markup_in_a_runs_values_is_shown_as_text(
     marked: tuple[Runtime, dict[str, str]],
 ) -> None:
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium; this test never skips")
-    from playwright.sync_api import Page, sync_playwright
+    from playwright.sync_api import Page
 
     rt, runs = marked
     served = Served(rt, TOKEN)
@@ -121,39 +116,32 @@ def test_markup_in_a_runs_values_is_shown_as_text(
         return text
 
     try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            try:
-                page = browser.new_context().new_page()
-                page.goto(served.url + "/login")
-                page.fill('input[name="token"]', TOKEN)
-                page.click('#login button[type="submit"]')
-                page.wait_for_url(served.url + "/")
+        with chromium() as browser:
+            page = browser.new_context().new_page()
+            log_in(page, served.url, TOKEN)
 
-                visit(page, "/")
-                shown(page, "#pending-interrupts", AS_JSON)
+            visit(page, "/")
+            shown(page, "#pending-interrupts", AS_JSON)
 
-                visit(page, f"/runs/{quote(runs['asked'], safe='')}")
-                shown(page, "#goal")
-                shown(page, "#interrupts", AS_JSON)
-                current = page.locator("#graph g.node.current")
-                assert current.count() == 1 and current.text_content() == NODE
-                assert page.locator("#graph-current").inner_text() == f"current: {NODE}"
+            visit(page, f"/runs/{quote(runs['asked'], safe='')}")
+            shown(page, "#goal")
+            shown(page, "#interrupts", AS_JSON)
+            current = page.locator("#graph g.node.current")
+            assert current.count() == 1 and current.text_content() == NODE
+            assert page.locator("#graph-current").inner_text() == f"current: {NODE}"
 
-                visit(page, f"/runs/{quote(runs['chat'], safe='')}")
-                messages = shown(page, "#messages")
-                assert f"echo {MARKUP}" in messages
+            visit(page, f"/runs/{quote(runs['chat'], safe='')}")
+            messages = shown(page, "#messages")
+            assert f"echo {MARKUP}" in messages
 
-                visit(page, f"/runs/{quote(runs['called'], safe='')}")
-                assert page.locator("#interrupts textarea").count() == 0
-                call = shown(page, '.tool-call[data-tool-call-id="call-1"]')
-                assert json.dumps({"q": MARKUP}) in call
-                shown(page, '.tool-result[data-tool-call-id="call-1"]')
-                assert MARKUP in page.locator("#messages pre").last.inner_text()
+            visit(page, f"/runs/{quote(runs['called'], safe='')}")
+            assert page.locator("#interrupts textarea").count() == 0
+            call = shown(page, '.tool-call[data-tool-call-id="call-1"]')
+            assert json.dumps({"q": MARKUP}) in call
+            shown(page, '.tool-result[data-tool-call-id="call-1"]')
+            assert MARKUP in page.locator("#messages pre").last.inner_text()
 
-                visit(page, f"/runs/{quote(runs['refund'], safe='')}")
-                assert f"approve by ana: {MARKUP}" in shown(page, "#events")
-            finally:
-                browser.close()
+            visit(page, f"/runs/{quote(runs['refund'], safe='')}")
+            assert f"approve by ana: {MARKUP}" in shown(page, "#events")
     finally:
         served.close()

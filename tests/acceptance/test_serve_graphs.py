@@ -10,7 +10,6 @@ another origin, or one that is not JSON, is refused and changes nothing (read in
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
@@ -19,11 +18,12 @@ import psycopg
 import pytest
 
 from tests.acceptance.conftest import Workers
-from tests.acceptance.test_serve import CHROMIUM, CHROMIUM_ARGS, changes, signals
 from tests.acceptance.test_serve_security import KEY, TOKEN, Serve
 from tests.acceptance.test_serve_security import serve as serve  # the fixture
 from tests.conftest import Cli, wait_until
+from tests.support.browser import chromium, log_in
 from tests.support.react_graphs import CALLS, REACT_GRAPHS
+from tests.support.rows import changes, run_state, signals
 
 GRAPH = {"WAYSTONE_GRAPHS": REACT_GRAPHS, **KEY}
 ASK = {"messages": [{"role": "user", "content": "a trip to Lyon"}]}
@@ -41,13 +41,6 @@ def trip(cli: Cli) -> str:
     return thread_id
 
 
-def _state(sql: psycopg.Connection[Any], thread_id: str) -> str:
-    row = sql.execute("SELECT state FROM waystone.runs WHERE thread_id = %s", (thread_id,))
-    found = row.fetchone()
-    assert found is not None
-    return str(found[0])
-
-
 def _interrupt_id(cli: Cli, thread_id: str) -> str:
     status = json.loads(cli("status", thread_id, "--json", env=GRAPH).stdout)
     [pending] = status["interrupts"]
@@ -61,79 +54,66 @@ def test_an_interrupt_is_answered_from_the_run_page_and_the_run_goes_on(
     trip: str,
     sql: psycopg.Connection[Any],
 ) -> None:
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium; this test never skips")
-    from playwright.sync_api import sync_playwright
-
     s = serve(**GRAPH)
     run_url = f"{s.origin}/runs/{quote(trip, safe='')}"
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_context().new_page()
-            page.goto(s.origin + "/login")
-            page.fill('input[name="token"]', TOKEN)
-            page.click('#login button[type="submit"]')
-            page.wait_for_url(s.origin + "/")
+    with chromium() as browser:
+        page = browser.new_context().new_page()
+        log_in(page, s.origin, TOKEN)
 
-            # The AI message's tool calls: name, arguments, id (no empty row).
-            page.goto(run_url)
-            for call in CALLS:
-                shown = page.locator(f'.tool-call[data-tool-call-id="{call["id"]}"]').inner_text()
-                assert call["name"] in shown and json.dumps(call["args"], sort_keys=True) in shown
-            interrupt = page.locator("#interrupts tr.interrupt")
-            assert interrupt.count() == 1
-            assert "book 2 nights in Lyon?" in interrupt.inner_text()
+        # The AI message's tool calls: name, arguments, id (no empty row).
+        page.goto(run_url)
+        for call in CALLS:
+            shown = page.locator(f'.tool-call[data-tool-call-id="{call["id"]}"]').inner_text()
+            assert call["name"] in shown and json.dumps(call["args"], sort_keys=True) in shown
+        interrupt = page.locator("#interrupts tr.interrupt")
+        assert interrupt.count() == 1
+        assert "book 2 nights in Lyon?" in interrupt.inner_text()
 
-            # Not JSON: a 400 that says so, and nothing is recorded.
-            before = changes(sql)
-            interrupt.locator('textarea[name="value"]').fill("{ok: yes}")
-            with page.expect_response(lambda r: r.request.method == "POST") as posted:
-                interrupt.locator("button.resume").click()
-            assert posted.value.status == 400
-            assert "the answer is not valid JSON" in page.locator("#error").inner_text()
-            assert changes(sql) == before and signals(sql, trip, "resume") == []
+        # Not JSON: a 400 that says so, and nothing is recorded.
+        before = changes(sql)
+        interrupt.locator('textarea[name="value"]').fill("{ok: yes}")
+        with page.expect_response(lambda r: r.request.method == "POST") as posted:
+            interrupt.locator("button.resume").click()
+        assert posted.value.status == 400
+        assert "the answer is not valid JSON" in page.locator("#error").inner_text()
+        assert changes(sql) == before and signals(sql, trip, "resume") == []
 
-            # The answer: back on the run's page, recorded as `waystone resume` records it.
-            page.goto(run_url)
-            interrupt = page.locator("#interrupts tr.interrupt")
-            interrupt.locator('textarea[name="value"]').fill('{"ok": true}')
-            with page.expect_response(lambda r: r.request.method == "POST") as posted:
-                interrupt.locator("button.resume").click()
-            assert posted.value.status == 303
-            page.wait_for_url(run_url)
-            assert len(signals(sql, trip, "resume")) == 1
-            answered = page.locator("#interrupts tr.interrupt").inner_text()
-            assert "answered by web; waiting for a worker" in answered
-            assert page.locator("#interrupts textarea").count() == 0  # not answered twice
+        # The answer: back on the run's page, recorded as `waystone resume` records it.
+        page.goto(run_url)
+        interrupt = page.locator("#interrupts tr.interrupt")
+        interrupt.locator('textarea[name="value"]').fill('{"ok": true}')
+        with page.expect_response(lambda r: r.request.method == "POST") as posted:
+            interrupt.locator("button.resume").click()
+        assert posted.value.status == 303
+        page.wait_for_url(run_url)
+        assert len(signals(sql, trip, "resume")) == 1
+        answered = page.locator("#interrupts tr.interrupt").inner_text()
+        assert "answered by web; waiting for a worker" in answered
+        assert page.locator("#interrupts textarea").count() == 0  # not answered twice
 
-            # A worker goes on with it: the booking is made and the model answers.
-            workers.spawn(env=GRAPH)
-            wait_until(lambda: _state(sql, trip) == "done", "the answered run is done")
-            page.reload()
-            assert page.locator("#interrupts").count() == 0
-            results = {
-                call["id"]: page.locator(
-                    f'.tool-result[data-tool-call-id="{call["id"]}"]'
-                ).inner_text()
-                for call in CALLS
-            }
-            assert all("success" in r for r in results.values()), results
-            assert "lookup" in results["call_lookup"] and "book" in results["call_book"]
-            messages = page.locator("#messages").inner_text()
-            for text in ("hotels in Lyon: Le Phare", "booked 2 nights in Lyon", "all set"):
-                assert text in messages, messages
-            run_times = page.locator("#step-times td:nth-child(2)").all_inner_texts()
-            assert run_times == ["agent", "tools"]
+        # A worker goes on with it: the booking is made and the model answers.
+        workers.spawn(env=GRAPH)
+        wait_until(lambda: run_state(sql, trip) == "done", "the answered run is done")
+        page.reload()
+        assert page.locator("#interrupts").count() == 0
+        results = {
+            call["id"]: page.locator(f'.tool-result[data-tool-call-id="{call["id"]}"]').inner_text()
+            for call in CALLS
+        }
+        assert all("success" in r for r in results.values()), results
+        assert "lookup" in results["call_lookup"] and "book" in results["call_book"]
+        messages = page.locator("#messages").inner_text()
+        for text in ("hotels in Lyon: Le Phare", "booked 2 nights in Lyon", "all set"):
+            assert text in messages, messages
+        run_times = page.locator("#step-times td:nth-child(2)").all_inner_texts()
+        assert run_times == ["agent", "tools"]
 
-            # The dashboard's step times: the graph's own nodes, never the preset's check.
-            page.goto(s.origin + "/")
-            rows = page.locator("#step-times tbody tr").all()
-            cells = [tuple(r.locator("td").all_inner_texts()[:3]) for r in rows]
-            assert ("trip", "agent", "2") in cells and ("trip", "tools", "1") in cells, cells
-            assert all(c[1] != "check" for c in cells), cells
-        finally:
-            browser.close()
+        # The dashboard's step times: the graph's own nodes, never the preset's check.
+        page.goto(s.origin + "/")
+        rows = page.locator("#step-times tbody tr").all()
+        cells = [tuple(r.locator("td").all_inner_texts()[:3]) for r in rows]
+        assert ("trip", "agent", "2") in cells and ("trip", "tools", "1") in cells, cells
+        assert all(c[1] != "check" for c in cells), cells
 
 
 def test_an_answer_without_a_session_token_or_origin_is_refused_and_changes_nothing(
@@ -173,7 +153,7 @@ def test_an_answer_without_a_session_token_or_origin_is_refused_and_changes_noth
     assert forged.status == 403
 
     assert changes(sql) == before and signals(sql, trip, "resume") == []
-    assert _state(sql, trip) == "waiting"
+    assert run_state(sql, trip) == "waiting"
 
 
 def test_an_answer_that_is_not_json_or_names_no_pending_interrupt_is_400(

@@ -9,7 +9,6 @@ from __future__ import annotations
 import http.client
 import http.server
 import json
-import os
 import re
 import select
 import socket
@@ -17,7 +16,6 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
@@ -25,21 +23,16 @@ from urllib.parse import quote, urlencode, urlsplit
 import psycopg
 import pytest
 
-from tests.acceptance.test_serve import CHROMIUM, CHROMIUM_ARGS, changes, signals
 from tests.conftest import ROOT, Cli
+from tests.support.browser import chromium, log_in
+from tests.support.rows import changes, signals
+from tests.support.served import Reply, send
 
 TOKEN = "t0ken-for-the-serve-security-tests"
 KEY = {"WAYSTONE_ENCRYPTION_KEY": "7a" * 32}
 ORDER, AMOUNT = "ORD-5521-QZ", "431.17"
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 SESSION_COOKIE = "waystone_session"
-
-
-@dataclass
-class Reply:
-    status: int
-    headers: dict[str, str]
-    body: bytes
 
 
 class Serve:
@@ -82,13 +75,7 @@ class Serve:
     ) -> Reply:
         sent = {"Host": f"127.0.0.1:{self.port}", **(headers or {})}
         data = json.dumps(body) if isinstance(body, dict) else body
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-        try:
-            conn.request(method, path, body=data, headers=sent)
-            resp = conn.getresponse()
-            return Reply(resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read())
-        finally:
-            conn.close()
+        return send(self.port, method, path, data, sent)
 
     def login(self) -> str:
         """Log in with the token: the session cookie's value."""
@@ -397,13 +384,6 @@ ATTACK = """<!doctype html><html><body>
 def test_a_page_on_another_port_cannot_approve_for_a_logged_in_operator(
     cli: Cli, serve: Callable[..., Serve], waiting: str, sql: psycopg.Connection[Any]
 ) -> None:
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(
-            f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium); "
-            "this test never skips"
-        )
-    from playwright.sync_api import sync_playwright
-
     s = serve()
     attack = ATTACK.format(action=f"{s.origin}/runs/{quote(waiting, safe='')}/approve").encode()
 
@@ -423,38 +403,29 @@ def test_a_page_on_another_port_cannot_approve_for_a_logged_in_operator(
     evil_url = f"http://127.0.0.1:{evil.server_address[1]}/"
     approval = f'.approval[data-thread-id="{waiting}"]'
     try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            try:
-                context = browser.new_context()
-                page = context.new_page()
-                page.goto(s.origin + "/login")
-                page.fill('input[name="token"]', TOKEN)
-                page.click('#login button[type="submit"]')
-                page.wait_for_url(s.origin + "/")
-                assert page.locator(approval).count() == 1
+        with chromium() as browser:
+            context = browser.new_context()
+            page = context.new_page()
+            log_in(page, s.origin, TOKEN)
+            assert page.locator(approval).count() == 1
 
-                before = changes(sql)
-                forged = context.new_page()
-                with forged.expect_response(lambda r: r.request.method == "POST") as posted:
-                    forged.goto(evil_url)
-                assert (
-                    posted.value.request.all_headers().get("cookie", "").startswith(SESSION_COOKIE)
-                )
-                assert posted.value.status == 403
-                assert changes(sql) == before
-                assert undecided(cli, sql, waiting)
+            before = changes(sql)
+            forged = context.new_page()
+            with forged.expect_response(lambda r: r.request.method == "POST") as posted:
+                forged.goto(evil_url)
+            assert posted.value.request.all_headers().get("cookie", "").startswith(SESSION_COOKIE)
+            assert posted.value.status == 403
+            assert changes(sql) == before
+            assert undecided(cli, sql, waiting)
 
-                # The operator's own click on the dashboard still decides.
-                page.reload()
-                with page.expect_response(lambda r: r.request.method == "POST") as mine:
-                    page.locator(f"{approval} button.approve").click()
-                assert mine.value.status == 303
-                assert len(signals(sql, waiting, "approval")) == 1
-                assert decided_by(cli, waiting) == ["approve by web"]
-                context.close()
-            finally:
-                browser.close()
+            # The operator's own click on the dashboard still decides.
+            page.reload()
+            with page.expect_response(lambda r: r.request.method == "POST") as mine:
+                page.locator(f"{approval} button.approve").click()
+            assert mine.value.status == 303
+            assert len(signals(sql, waiting, "approval")) == 1
+            assert decided_by(cli, waiting) == ["approve by web"]
+            context.close()
     finally:
         evil.shutdown()
         evil.server_close()

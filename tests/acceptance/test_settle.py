@@ -20,28 +20,22 @@ import psycopg
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from tests.acceptance.test_react_agent_safe import (
-    KILLS,
-    _approved,
-    _bookings,
-    _events,
-    _finished,
-    _json,
-    _killed,
-    held_booking,
-)
 from tests.conftest import Cli
-from tests.support.safe_graphs import GRAPHS, ORDER, trip, trip_hasty
+from tests.support.outputs import ok
+from tests.support.safe_graphs import ORDER, trip, trip_hasty
+from tests.support.trips import (
+    KILLS,
+    approved,
+    bookings,
+    finished,
+    held_booking,
+    killed,
+    run_events,
+)
 from waystone.examples.provider import ProviderProcess
 from waystone.runtime import Runtime
 
 pytestmark = pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
-
-
-@pytest.fixture
-def trip_cli(cli: Cli) -> Cli:
-    cli.env["WAYSTONE_GRAPHS"] = GRAPHS
-    return cli
 
 
 @pytest.fixture
@@ -59,7 +53,7 @@ def _messages(trips: Runtime, graph: str, thread_id: str) -> list[BaseMessage]:
 
 def _booking_key(trip_cli: Cli, thread_id: str) -> str:
     """The booking's key, as ``history --json`` shows it to a person."""
-    effects = _json(trip_cli("history", thread_id, "--json"))["effects"]
+    effects = ok(trip_cli("history", thread_id, "--json"))["effects"]
     [key] = [e["key"] for e in effects if e["tool"] == "book"]
     return str(key)
 
@@ -74,7 +68,7 @@ def _ledger(database_url: str, thread_id: str) -> list[tuple[Any, ...]]:
 
 def _needs_human_on_the_booking(trip_cli: Cli, thread_id: str, key: str) -> None:
     """The run shows the call, its key and the commands that settle it, to copy."""
-    last = _json(trip_cli("status", thread_id, "--json"))
+    last = ok(trip_cli("status", thread_id, "--json"))
     assert last["state"] == "needs-human", last
     assert "call_book" in last["reason"] and key in last["reason"]
     assert f"waystone settle {thread_id} {key} --applied" in last["reason"]
@@ -89,8 +83,8 @@ def _settle(
 
 
 def _requeued_and_run(trip_cli: Cli, thread_id: str) -> Any:
-    _json(trip_cli("requeue", thread_id, "--reason", "settled", "--json"))
-    return _json(trip_cli("run", thread_id, "--json"))
+    ok(trip_cli("requeue", thread_id, "--reason", "settled", "--json"))
+    return ok(trip_cli("run", thread_id, "--json"))
 
 
 def _answered(messages: list[BaseMessage]) -> ToolMessage:
@@ -105,26 +99,26 @@ def _answered(messages: list[BaseMessage]) -> ToolMessage:
 def test_a_call_made_at_the_provider_is_settled_applied_and_not_made_again(
     trip_cli: Cli, provider: ProviderProcess, database_url: str, trips: Runtime
 ) -> None:
-    thread_id = _approved(trip_cli, "trip")
-    _killed(trip_cli, provider, thread_id, KILLS["at-the-provider"])
-    _finished(trip_cli, thread_id)
+    thread_id = approved(trip_cli, "trip")
+    killed(trip_cli, provider, thread_id, KILLS["at-the-provider"])
+    finished(trip_cli, thread_id)
     key = _booking_key(trip_cli, thread_id)
     _needs_human_on_the_booking(trip_cli, thread_id, key)
 
     settled = _settle(
         trip_cli, thread_id, key, "--applied", "--reason", "the provider shows booking 7001"
     )
-    assert _json(settled)["state"] == "needs-human"  # settled, not yet requeued
+    assert ok(settled)["state"] == "needs-human"  # settled, not yet requeued
     done = _requeued_and_run(trip_cli, thread_id)
 
     assert done["state"] == "done", done
-    assert len(_bookings(provider)) == 1
+    assert len(bookings(provider)) == 1
     [(_, status, _, receipt)] = _ledger(database_url, thread_id)
     assert status == "confirmed"
     assert receipt == {"settled_by": "ana", "reason": "the provider shows booking 7001"}
     answer = _answered(_messages(trips, "trip", thread_id))
     assert answer.content == "book was made, as recorded by ana: the provider shows booking 7001"
-    [event] = [e for e in _events(trip_cli, thread_id) if e["kind"] == "effect-settled"]
+    [event] = [e for e in run_events(trip_cli, thread_id) if e["kind"] == "effect-settled"]
     assert event["actor"] == "ana" and event["evidence"]["key"] == key
     assert "the provider shows booking 7001" in event["reason"]
 
@@ -132,17 +126,17 @@ def test_a_call_made_at_the_provider_is_settled_applied_and_not_made_again(
 def test_a_receipt_given_is_what_the_model_is_told(
     trip_cli: Cli, provider: ProviderProcess, trips: Runtime
 ) -> None:
-    thread_id = _approved(trip_cli, "trip")
-    _killed(trip_cli, provider, thread_id, KILLS["after-the-answer"])
-    _finished(trip_cli, thread_id)
+    thread_id = approved(trip_cli, "trip")
+    killed(trip_cli, provider, thread_id, KILLS["after-the-answer"])
+    finished(trip_cli, thread_id)
     key = _booking_key(trip_cli, thread_id)
-    [booking] = _bookings(provider)
+    [booking] = bookings(provider)
 
     given = json.dumps({"message": {"content": f"booked {booking['id']}", "status": "success"}})
-    _json(_settle(trip_cli, thread_id, key, "--applied", "--receipt", given, "--reason", "seen"))
+    ok(_settle(trip_cli, thread_id, key, "--applied", "--receipt", given, "--reason", "seen"))
     assert _requeued_and_run(trip_cli, thread_id)["state"] == "done"
 
-    assert len(_bookings(provider)) == 1
+    assert len(bookings(provider)) == 1
     answer = _answered(_messages(trips, "trip", thread_id))
     assert answer.content == f"booked {booking['id']}"
 
@@ -150,19 +144,19 @@ def test_a_receipt_given_is_what_the_model_is_told(
 def test_a_call_that_never_reached_the_provider_is_settled_absent_and_made_once(
     trip_cli: Cli, provider: ProviderProcess, database_url: str, trips: Runtime
 ) -> None:
-    thread_id = _approved(trip_cli, "trip")
-    _killed(trip_cli, provider, thread_id, KILLS["before-the-request"])
-    _finished(trip_cli, thread_id)
+    thread_id = approved(trip_cli, "trip")
+    killed(trip_cli, provider, thread_id, KILLS["before-the-request"])
+    finished(trip_cli, thread_id)
     key = _booking_key(trip_cli, thread_id)
     _needs_human_on_the_booking(trip_cli, thread_id, key)
-    assert _bookings(provider) == []
+    assert bookings(provider) == []
 
-    _json(_settle(trip_cli, thread_id, key, "--absent", "--reason", "no booking for 7001"))
+    ok(_settle(trip_cli, thread_id, key, "--absent", "--reason", "no booking for 7001"))
     assert [r[1] for r in _ledger(database_url, thread_id)] == ["absent"]
     done = _requeued_and_run(trip_cli, thread_id)
 
     assert done["state"] == "done", done
-    [booking] = _bookings(provider)
+    [booking] = bookings(provider)
     [(_, status, attempts, _)] = _ledger(database_url, thread_id)
     assert (status, attempts) == ("applied", 1)
     assert _answered(_messages(trips, "trip", thread_id)).content == f"booked {booking['id']}"
@@ -182,7 +176,7 @@ def _unchanged(database_url: str, thread_id: str) -> tuple[Any, ...]:
 def test_what_cannot_be_settled_is_refused_and_changes_nothing(
     trip_cli: Cli, provider: ProviderProcess, database_url: str
 ) -> None:
-    thread_id = _approved(trip_cli, "trip")
+    thread_id = approved(trip_cli, "trip")
     with held_booking(trip_cli, provider, thread_id):
         key = _booking_key(trip_cli, thread_id)
         before = _unchanged(database_url, thread_id)
@@ -190,7 +184,7 @@ def test_what_cannot_be_settled_is_refused_and_changes_nothing(
         assert running.returncode == 4, running.stderr
         assert "running" in running.stderr
         assert _unchanged(database_url, thread_id) == before
-    _finished(trip_cli, thread_id)
+    finished(trip_cli, thread_id)
     before = _unchanged(database_url, thread_id)
 
     refused = {  # what: (thread, key, flags, exit code)
@@ -207,13 +201,13 @@ def test_what_cannot_be_settled_is_refused_and_changes_nothing(
         assert done.returncode == code, (what, done.stdout, done.stderr)
     assert _unchanged(database_url, thread_id) == before
 
-    _json(_settle(trip_cli, thread_id, key, "--applied", "--reason", "seen"))
+    ok(_settle(trip_cli, thread_id, key, "--applied", "--reason", "seen"))
     settled = _unchanged(database_url, thread_id)
     again = _settle(trip_cli, thread_id, key, "--absent", "--reason", "changed my mind")
     assert again.returncode == 4, again.stderr
     assert "confirmed" in again.stderr
     assert _unchanged(database_url, thread_id) == settled
-    assert len(_bookings(provider)) == 1
+    assert len(bookings(provider)) == 1
 
 
 def test_a_timeout_after_the_provider_applied_is_an_unknown_outcome_not_an_error(
@@ -222,15 +216,15 @@ def test_a_timeout_after_the_provider_applied_is_an_unknown_outcome_not_an_error
     """The booking's client gives up on the answer the provider holds back: the request
     may have landed (it did), so the run stops for a person; its ``ToolNode`` hands every
     error to the model, which would book again under a new call id."""
-    thread_id = _approved(trip_cli, "trip_hasty")
+    thread_id = approved(trip_cli, "trip_hasty")
     provider.inject("refunds", "timeout_after_apply", times=1, delay_s=10)
-    last = _finished(trip_cli, thread_id)
+    last = finished(trip_cli, thread_id)
 
     assert last["state"] == "needs-human", last
-    assert len(_bookings(provider)) == 1
+    assert len(bookings(provider)) == 1
     [(key, status, attempts, _)] = _ledger(database_url, thread_id)
     assert (status, attempts) == ("unknown", 1)
-    assert "ReadTimeout" in " ".join(e["reason"] for e in _events(trip_cli, thread_id))
+    assert "ReadTimeout" in " ".join(e["reason"] for e in run_events(trip_cli, thread_id))
     _needs_human_on_the_booking(trip_cli, thread_id, key)
     messages = _messages(trips, "trip_hasty", thread_id)
     assert not [m for m in messages if isinstance(m, ToolMessage) and m.tool_call_id == "call_book"]

@@ -14,8 +14,9 @@ import psycopg
 import pytest
 
 from tests.acceptance.conftest import Workers
-from tests.acceptance.test_workers import SMALL, one
+from tests.acceptance.test_workers import SMALL
 from tests.conftest import ROOT, Cli, wait_until
+from tests.support.rows import one, run_state
 from waystone import Runtime
 from waystone.examples.provider import ProviderProcess
 
@@ -70,7 +71,7 @@ def test_until_idle_drives_at_once_a_run_whose_local_worker_was_killed(
     assert rescuer.wait(timeout=120) == 0, workers.output(rescuer)
     assert f"--until-idle: taking run {thread_id} now" in workers.output(rescuer)
     assert workers.summary(rescuer)["driven"] == 1
-    assert one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", thread_id) == "done"
+    assert run_state(sql, thread_id) == "done"
     assert takeover(sql, thread_id) == "lease taken over: previous owner died"
     assert len(provider.ledger()["refunds"]) == 1
 
@@ -92,7 +93,7 @@ def test_until_idle_waits_for_the_lease_of_a_killed_worker_elsewhere_then_drives
     )
     assert rescuer.wait(timeout=120) == 0, workers.output(rescuer)
     assert workers.summary(rescuer)["driven"] == 1
-    assert one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", thread_id) == "done"
+    assert run_state(sql, thread_id) == "done"
     assert takeover(sql, thread_id) == "lease taken over: lease expired"
     assert len(provider.ledger()["refunds"]) == 1
 
@@ -109,7 +110,7 @@ def test_until_idle_says_when_a_lease_too_long_to_wait_for_expires(
     assert f"--until-idle: not waiting for run {thread_id}" in said, said
     assert "held by other-host:" in said and f"expires at {expires.isoformat()}" in said, said
     assert workers.summary(idle)["driven"] == 0
-    assert one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", thread_id) == "running"
+    assert run_state(sql, thread_id) == "running"
     assert provider.ledger()["refunds"] == []
 
 
@@ -134,7 +135,7 @@ def test_until_idle_drives_at_once_every_run_a_killed_local_worker_left(
     said = workers.output(rescuer)
     for thread_id in threads:
         assert f"--until-idle: taking run {thread_id} now" in said, said
-        assert one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", thread_id) == "done"
+        assert run_state(sql, thread_id) == "done"
         # taken from the dead owner, not after its lease expired
         assert takeover(sql, thread_id) == "lease taken over: previous owner died"
     assert workers.summary(rescuer)["driven"] == 2

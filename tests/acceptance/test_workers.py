@@ -15,6 +15,7 @@ import psycopg
 from tests.acceptance.conftest import Workers
 from tests.conftest import REFUND_INPUT, ROOT, Cli, wait_until
 from tests.support.graphs import GRAPHS
+from tests.support.rows import lease_expired, one, run_state, writes
 from waystone import Runtime
 from waystone.examples.provider import ProviderProcess
 
@@ -37,27 +38,6 @@ def _faults(provider: ProviderProcess) -> list[Any]:
         return faults
 
 
-def one(sql: psycopg.Connection[Any], query: str, *params: Any) -> Any:
-    row = sql.execute(query, params).fetchone()
-    assert row is not None
-    return row[0]
-
-
-def counts(sql: psycopg.Connection[Any], thread_id: str) -> tuple[Any, ...]:
-    """Everything a worker could write for a run."""
-    return (
-        sql.execute(
-            "SELECT (SELECT count(*) FROM checkpoints WHERE thread_id = %s),"
-            " (SELECT count(*) FROM checkpoint_writes WHERE thread_id = %s),"
-            " (SELECT count(*) FROM checkpoint_blobs WHERE thread_id = %s),"
-            " (SELECT count(*) FROM waystone.run_events WHERE thread_id = %s),"
-            " (SELECT max(updated_at) FROM waystone.effects WHERE thread_id = %s)",
-            (thread_id,) * 5,
-        ).fetchone()
-        or ()
-    )
-
-
 def test_zombie_worker_writes_nothing_after_a_takeover(
     runtime: Runtime, provider: ProviderProcess, workers: Workers, sql: psycopg.Connection[Any]
 ) -> None:
@@ -66,22 +46,15 @@ def test_zombie_worker_writes_nothing_after_a_takeover(
     zombie = workers.spawn("--lease-seconds", "2", "--until-idle", "--name", "A")
     wait_inside_execute(sql, thread_id)
     zombie.send_signal(signal.SIGSTOP)
-    wait_until(
-        lambda: one(
-            sql,
-            "SELECT lease_expires_at < clock_timestamp() FROM waystone.runs WHERE thread_id = %s",
-            thread_id,
-        ),
-        "A's lease expired",
-    )
+    wait_until(lambda: lease_expired(sql, thread_id), "A's lease expired")
     rescuer = workers.spawn("--lease-seconds", "2", "--until-idle", "--name", "B")
     assert rescuer.wait(timeout=90) == 0, workers.output(rescuer)
-    assert one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", thread_id) == "done"
-    before = counts(sql, thread_id)
+    assert run_state(sql, thread_id) == "done"
+    before = writes(sql, thread_id)
 
     zombie.send_signal(signal.SIGCONT)
     assert zombie.wait(timeout=90) == 0, workers.output(zombie)
-    assert counts(sql, thread_id) == before, "the zombie wrote after the takeover"
+    assert writes(sql, thread_id) == before, "the zombie wrote after the takeover"
     assert workers.summary(zombie)["lease_lost"] == 1
     ledger = provider.ledger()
     assert len(ledger["refunds"]) == 1 and len(ledger["notifications"]) == 1
@@ -171,7 +144,7 @@ def test_sigterm_finishes_the_step_and_releases_the_lease(
     )  # the step in hand was finished
     successor = workers.spawn("--until-idle")
     assert successor.wait(timeout=60) == 0, workers.output(successor)
-    assert one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", thread_id) == "done"
+    assert run_state(sql, thread_id) == "done"
     reason = one(
         sql,
         "SELECT reason FROM waystone.run_events WHERE thread_id = %s AND kind = 'lease-takeover'",
@@ -230,7 +203,7 @@ def test_signal_sent_before_the_wait_is_delivered(
     assert sent.returncode == 0, sent.stderr
     worker = workers.spawn("--until-idle", env=WEBHOOK)
     assert worker.wait(timeout=60) == 0, workers.output(worker)
-    assert one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", thread_id) == "done"
+    assert run_state(sql, thread_id) == "done"
     confirmation = one(
         sql,
         "SELECT confirmation FROM waystone.effects WHERE thread_id = %s AND tool = 'refund'",
@@ -254,9 +227,7 @@ def test_signal_wakes_a_waiting_run(
     thread_id = start_settlement(cli, "settled")
     idle = workers.spawn("--poll-seconds", "60", env=WEBHOOK)  # only NOTIFY can wake it soon
     wait_until(
-        lambda: (
-            one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", thread_id) == "waiting"
-        ),
+        lambda: run_state(sql, thread_id) == "waiting",
         "the run waits for its webhook",
     )
     assert (
@@ -265,9 +236,7 @@ def test_signal_wakes_a_waiting_run(
     )
     assert cli("signal", thread_id, "refund.settled", env=WEBHOOK).returncode == 0
     wait_until(
-        lambda: (
-            one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", thread_id) == "done"
-        ),
+        lambda: run_state(sql, thread_id) == "done",
         "the signal woke the run",
         timeout=30,
     )
@@ -281,7 +250,7 @@ def test_a_wait_that_times_out_follows_its_policy(
     thread_id = start_settlement(cli, "settled_briefly")
     first = workers.spawn("--until-idle", env=WEBHOOK)
     assert first.wait(timeout=60) == 0
-    assert one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", thread_id) == "waiting"
+    assert run_state(sql, thread_id) == "waiting"
     wait_until(
         lambda: one(
             sql,
@@ -312,7 +281,7 @@ def test_a_worker_claims_only_runs_of_the_agents_it_has(
     plain = workers.spawn("--until-idle")  # knows the refund agent only
     assert plain.wait(timeout=60) == 0, workers.output(plain)
     assert workers.summary(plain)["errors"] == 0
-    assert one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", other) == "done"
+    assert run_state(sql, other) == "done"
     query = "SELECT state, attempts, lease_owner FROM waystone.runs WHERE thread_id = %s"
     assert sql.execute(query, (thread_id,)).fetchone() == ("queued", 0, None)
     narrowed = workers.spawn("--until-idle", "--agent", "refund", env=WEBHOOK)  # has it, skips it
@@ -322,7 +291,7 @@ def test_a_worker_claims_only_runs_of_the_agents_it_has(
     assert unknown.returncode != 0 and "not ['nobody']" in unknown.stderr, unknown.stderr
     settling = workers.spawn("--until-idle", env=WEBHOOK)
     assert settling.wait(timeout=60) == 0, workers.output(settling)
-    assert one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", thread_id) == "waiting"
+    assert run_state(sql, thread_id) == "waiting"
 
 
 def test_cancel_a_queued_run(cli: Cli, runtime: Runtime, sql: psycopg.Connection[Any]) -> None:
@@ -356,9 +325,7 @@ def test_an_idle_worker_continues_a_graph_run_once_its_interrupt_is_answered(
     answered = cli("resume", thread_id, "--value", '"blue"', env=graphs)
     assert answered.returncode == 0, answered.stderr
     wait_until(
-        lambda: (
-            one(sql, "SELECT state FROM waystone.runs WHERE thread_id = %s", thread_id) == "done"
-        ),
+        lambda: run_state(sql, thread_id) == "done",
         "the value woke the run",
         timeout=30,
     )

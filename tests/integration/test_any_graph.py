@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 import pytest
 
 from tests.conftest import Cli
+from tests.support.chat import say
 from tests.support.graphs import (
     GRAPHS,
     ask_graph,
@@ -23,6 +23,8 @@ from tests.support.graphs import (
     two_questions_graph,
 )
 from tests.support.inside import parts
+from tests.support.outputs import ok
+from tests.support.rows import effects
 from waystone import Runtime, Settings
 from waystone.cli.agents import default_agents
 from waystone.errors import BadInput, LeaseLost, TransitionNotAllowed
@@ -30,8 +32,8 @@ from waystone.examples.provider import ProviderProcess
 
 
 @pytest.fixture
-def rt(database_url: str) -> Iterator[Runtime]:
-    graphs = {
+def rt_graphs() -> dict[str, Any]:
+    return {
         "ask": ask_graph(),
         "two": two_questions_graph,
         "chat": chat_graph,
@@ -40,12 +42,6 @@ def rt(database_url: str) -> Iterator[Runtime]:
         "alike": look_alike_graph,
         "pay": refund_graph,
     }
-    with Runtime(Settings(database_url=database_url), graphs=graphs) as runtime:
-        yield runtime
-
-
-def _said(text: str) -> dict[str, Any]:
-    return {"messages": [{"role": "user", "content": text}]}
 
 
 def test_a_graphs_interrupt_is_shown_and_answered_with_resume(rt: Runtime) -> None:
@@ -121,7 +117,7 @@ def test_several_interrupts_are_answered_by_id(rt: Runtime) -> None:
 
 
 def test_resume_of_a_run_that_waits_for_no_value_is_refused(rt: Runtime) -> None:
-    done = rt.invoke("chat", _said("hi"))
+    done = rt.invoke("chat", say("hi"))
     with pytest.raises(TransitionNotAllowed, match="waits for no value"):
         rt.resume(done.thread_id, "late")
 
@@ -137,8 +133,8 @@ def test_a_repeated_value_changes_nothing_and_another_is_refused(rt: Runtime) ->
 
 
 def test_a_chat_thread_holds_one_run_per_message(rt: Runtime) -> None:
-    first = rt.invoke("chat", _said("one"), thread_id="chat-many")
-    second = rt.invoke("chat", _said("two"), thread_id="chat-many")
+    first = rt.invoke("chat", say("one"), thread_id="chat-many")
+    second = rt.invoke("chat", say("two"), thread_id="chat-many")
     assert (first.run_number, second.run_number) == (1, 2)
     assert first.run_id != second.run_id
     messages = rt.graph("chat").get_state(rt.config("chat-many")).values["messages"]
@@ -153,11 +149,11 @@ def test_a_chat_thread_holds_one_run_per_message(rt: Runtime) -> None:
 
 
 def test_a_fork_of_a_chat_thread_goes_on_with_its_own_runs(rt: Runtime) -> None:
-    rt.invoke("chat", _said("one"), thread_id="chat-origin")
-    rt.invoke("chat", _said("two"), thread_id="chat-origin")
+    rt.invoke("chat", say("one"), thread_id="chat-origin")
+    rt.invoke("chat", say("two"), thread_id="chat-origin")
     forked = rt.fork("chat-origin", new_thread_id="chat-fork")
     assert rt.run(forked.thread_id).state == "done"  # the copied state: nothing left to do
-    rt.invoke("chat", _said("three"), thread_id="chat-fork")
+    rt.invoke("chat", say("three"), thread_id="chat-fork")
     contents = [
         m.content for m in rt.graph("chat").get_state(rt.config("chat-fork")).values["messages"]
     ]
@@ -167,9 +163,9 @@ def test_a_fork_of_a_chat_thread_goes_on_with_its_own_runs(rt: Runtime) -> None:
 
 
 def test_a_start_key_of_an_earlier_run_gives_that_run(rt: Runtime) -> None:
-    first = rt.invoke("chat", _said("one"), thread_id="chat-keys", key="msg-1")
-    rt.invoke("chat", _said("two"), thread_id="chat-keys", key="msg-2")
-    again = rt.invoke("chat", _said("one"), thread_id="chat-keys", key="msg-1")
+    first = rt.invoke("chat", say("one"), thread_id="chat-keys", key="msg-1")
+    rt.invoke("chat", say("two"), thread_id="chat-keys", key="msg-2")
+    again = rt.invoke("chat", say("one"), thread_id="chat-keys", key="msg-1")
     assert (again.run_number, again.run_id, again.state) == (1, first.run_id, "done")
     assert len(rt.history("chat-keys")["runs"]) == 2
 
@@ -196,9 +192,9 @@ def test_a_second_run_while_one_is_active_is_refused_and_changes_nothing(
 
 
 def test_a_process_holding_an_earlier_runs_lease_is_fenced_out(rt: Runtime) -> None:
-    rt.invoke("chat", _said("one"), thread_id="chat-fence")
+    rt.invoke("chat", say("one"), thread_id="chat-fence")
     first_token = parts(rt).registry.get("chat-fence").lease_token
-    rt.invoke("chat", _said("two"), thread_id="chat-fence")
+    rt.invoke("chat", say("two"), thread_id="chat-fence")
     assert parts(rt).registry.get("chat-fence").lease_token > first_token
     with pytest.raises(LeaseLost):
         parts(rt).registry.event(
@@ -251,14 +247,9 @@ def graph_cli(database_url: str, tmp_path: Any) -> Cli:
     return cli
 
 
-def _json(done: Any) -> Any:
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
-
-
 def test_three_messages_on_one_thread_from_three_processes(graph_cli: Cli) -> None:
     for n, text in enumerate(["one", "two", "three"], start=1):
-        started = _json(
+        started = ok(
             graph_cli(
                 "start",
                 "--graph",
@@ -267,12 +258,12 @@ def test_three_messages_on_one_thread_from_three_processes(graph_cli: Cli) -> No
                 "chat-cli",
                 "--json",
                 "--input",
-                json.dumps(_said(text)),
+                json.dumps(say(text)),
             )
         )
         assert (started["state"], started["run_number"]) == ("queued", n)
-        assert _json(graph_cli("run", "chat-cli", "--json"))["state"] == "done"
-    history = _json(graph_cli("history", "chat-cli", "--json"))
+        assert ok(graph_cli("run", "chat-cli", "--json"))["state"] == "done"
+    history = ok(graph_cli("history", "chat-cli", "--json"))
     assert [(r["run"], r["state"]) for r in history["runs"]] == [
         (1, "done"),
         (2, "done"),
@@ -283,7 +274,7 @@ def test_three_messages_on_one_thread_from_three_processes(graph_cli: Cli) -> No
 
 
 def test_a_start_on_a_busy_thread_exits_4(graph_cli: Cli) -> None:
-    _json(
+    ok(
         graph_cli(
             "start",
             "--graph",
@@ -303,13 +294,13 @@ def test_a_start_on_a_busy_thread_exits_4(graph_cli: Cli) -> None:
 
 
 def test_resume_from_another_process_continues_the_run(graph_cli: Cli) -> None:
-    waiting = _json(graph_cli("start", "--graph", "ask", "--json", "--input", '{"question": "q"}'))
+    waiting = ok(graph_cli("start", "--graph", "ask", "--json", "--input", '{"question": "q"}'))
     thread_id = waiting["thread_id"]
-    waiting = _json(graph_cli("run", thread_id, "--json"))
+    waiting = ok(graph_cli("run", thread_id, "--json"))
     assert [i["value"] for i in waiting["interrupts"]] == [{"question": "q"}]
     shown = graph_cli("status", thread_id)
     assert "interrupt" in shown.stdout and "waystone resume" in shown.stdout
-    done = _json(graph_cli("resume", thread_id, "--value", '"green"', "--run", "--json"))
+    done = ok(graph_cli("resume", thread_id, "--value", '"green"', "--run", "--json"))
     assert done["state"] == "done"
 
 
@@ -326,28 +317,28 @@ def test_bad_graph_input_exits_2(graph_cli: Cli) -> None:
 
 
 def test_a_start_key_given_again_after_its_run_ended_starts_no_second_run(rt: Runtime) -> None:
-    first = rt.invoke("chat", _said("hello"), thread_id="chat-retry", key="msg-a")
-    again = rt.invoke("chat", _said("hello"), thread_id="chat-retry", key="msg-a")
+    first = rt.invoke("chat", say("hello"), thread_id="chat-retry", key="msg-a")
+    again = rt.invoke("chat", say("hello"), thread_id="chat-retry", key="msg-a")
     assert (again.run_number, again.run_id) == (1, first.run_id)
-    assert rt.start("chat", _said("hello"), thread_id="chat-retry", key="msg-a").run_number == 1
+    assert rt.start("chat", say("hello"), thread_id="chat-retry", key="msg-a").run_number == 1
     messages = rt.graph("chat").get_state(rt.config("chat-retry")).values["messages"]
     assert [m.content for m in messages] == ["hello", "echo hello (1 so far)"]
 
 
 def test_a_start_key_another_threads_run_holds_gives_that_run(rt: Runtime) -> None:
-    rt.invoke("chat", _said("hello"), thread_id="chat-a", key="msg-b")
-    rt.invoke("chat", _said("other"), thread_id="chat-b")
-    found = rt.invoke("chat", _said("hello"), thread_id="chat-b", key="msg-b")
+    rt.invoke("chat", say("hello"), thread_id="chat-a", key="msg-b")
+    rt.invoke("chat", say("other"), thread_id="chat-b")
+    found = rt.invoke("chat", say("hello"), thread_id="chat-b", key="msg-b")
     assert found.thread_id == "chat-a"
     with pytest.raises(TransitionNotAllowed, match="another agent or input"):
-        rt.start("chat", _said("different"), thread_id="chat-b", key="msg-b")
+        rt.start("chat", say("different"), thread_id="chat-b", key="msg-b")
     assert len(rt.history("chat-b")["runs"]) == 1
 
 
 def test_a_new_run_on_a_thread_moves_the_lease_token_on(rt: Runtime) -> None:
-    rt.invoke("chat", _said("one"), thread_id="chat-token")
+    rt.invoke("chat", say("one"), thread_id="chat-token")
     ended = parts(rt).registry.get("chat-token").lease_token
-    rt.start("chat", _said("two"), thread_id="chat-token")
+    rt.start("chat", say("two"), thread_id="chat-token")
     assert parts(rt).registry.get("chat-token").lease_token == ended + 1
 
 
@@ -408,10 +399,7 @@ def test_requeue_leaves_an_earlier_runs_effects_as_they_were(
     assert first.state == "failed"
     second = rt.invoke("pay", {"order_id": "o-2"}, thread_id="pay-twice")
     assert second.state == "failed"
-    before = sql.execute(
-        "SELECT key, status, attempts FROM waystone.effects WHERE thread_id = %s ORDER BY key",
-        ("pay-twice",),
-    ).fetchall()
+    before = effects(sql, "pay-twice", "key", "status", "attempts", order="key")
     assert [status for _, status, _ in before] == ["failed", "failed"]
     rt.requeue("pay-twice", by="ops", reason="the provider is fixed")
     statuses = dict(

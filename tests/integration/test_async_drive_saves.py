@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import operator
-from collections.abc import Iterator
 from typing import Annotated, Any, TypedDict
 
 import psycopg
 import pytest
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 from psycopg_pool import AsyncConnectionPool
 
+from tests.support.chain import chain
 from tests.support.inside import parts
 from waystone import Runtime, Settings
 from waystone._checkpointing import loops
@@ -32,19 +32,12 @@ async def _step(state: Count) -> dict[str, Any]:
 
 
 def two_steps() -> StateGraph[Any]:
-    builder: StateGraph[Any] = StateGraph(Count)
-    builder.add_node("one", _step)
-    builder.add_node("two", _step)
-    builder.add_edge(START, "one")
-    builder.add_edge("one", "two")
-    builder.add_edge("two", END)
-    return builder
+    return chain(Count, ("one", _step), ("two", _step))
 
 
 @pytest.fixture
-def rt(database_url: str) -> Iterator[Runtime]:
-    with Runtime(Settings(database_url=database_url), graphs={"two": two_steps}) as runtime:
-        yield runtime
+def rt_graphs() -> dict[str, Any]:
+    return {"two": two_steps}
 
 
 @pytest.fixture
@@ -98,11 +91,7 @@ RT: list[Runtime] = []
 
 
 def cancelled_midway() -> StateGraph[Any]:
-    builder: StateGraph[Any] = StateGraph(Count)
-    builder.add_node("late", _cancelled)
-    builder.add_edge(START, "late")
-    builder.add_edge("late", END)
-    return builder
+    return chain(Count, ("late", _cancelled))
 
 
 def test_an_async_drive_whose_lease_moved_on_is_fenced_out_with_lease_lost(

@@ -6,19 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import operator
-from collections.abc import Iterator
 from typing import Annotated, Any, TypedDict
 
-import httpx
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 from langgraph.types import interrupt
 
-import waystone
+from tests.support.async_graphs import async_note_effect
+from tests.support.chain import chain
 from tests.support.inside import parts
-from waystone import Runtime, Settings
+from waystone import Runtime
 from waystone.examples.provider import ProviderProcess
 
 
@@ -33,21 +32,7 @@ def told_graph(url: str) -> StateGraph[Any]:
     """draft (an async chat model) -> tell (an async effect, then an interrupt) -> end."""
     model = GenericFakeChatModel(messages=iter([AIMessage("your refund is on its way")] * 4))
 
-    async def find(key: str) -> dict[str, Any] | None:
-        async with httpx.AsyncClient(timeout=10) as client:
-            answer = await client.get(f"{url}/notifications", params={"client_ref": key})
-        found = answer.json()
-        return found[0] if found else None
-
-    @waystone.effect(lookup=find, timeout_s=10)
-    async def notify(to: str, body: str, *, key: str) -> dict[str, Any]:
-        async with httpx.AsyncClient(timeout=10) as client:
-            answer = await client.post(
-                f"{url}/notifications", json={"to": to, "body": body, "client_ref": key}
-            )
-        answer.raise_for_status()
-        sent: dict[str, Any] = answer.json()
-        return sent
+    notify = async_note_effect(url)
 
     async def draft(state: Told) -> dict[str, Any]:
         reply = await model.ainvoke("draft the message")
@@ -58,20 +43,12 @@ def told_graph(url: str) -> StateGraph[Any]:
         answer = interrupt({"ask": "was the customer told?"})
         return {"receipts": [receipt], "answer": str(answer)}
 
-    builder: StateGraph[Any] = StateGraph(Told)
-    builder.add_node("draft", draft)
-    builder.add_node("tell", tell)
-    builder.add_edge(START, "draft")
-    builder.add_edge("draft", "tell")
-    builder.add_edge("tell", END)
-    return builder
+    return chain(Told, ("draft", draft), ("tell", tell))
 
 
 @pytest.fixture
-def rt(database_url: str, provider: ProviderProcess) -> Iterator[Runtime]:
-    graphs = {"told": told_graph(provider.url), "meet": meeting_graph}
-    with Runtime(Settings(database_url=database_url), graphs=graphs) as runtime:
-        yield runtime
+def rt_graphs(provider: ProviderProcess) -> dict[str, Any]:
+    return {"told": told_graph(provider.url), "meet": meeting_graph}
 
 
 def test_an_async_graph_is_driven_by_ainvoke_and_resumed_by_arun(
@@ -117,11 +94,7 @@ async def _meet(state: Meeting) -> dict[str, Any]:
 
 
 def meeting_graph() -> StateGraph[Any]:
-    builder: StateGraph[Any] = StateGraph(Meeting)
-    builder.add_node("meet", _meet)
-    builder.add_edge(START, "meet")
-    builder.add_edge("meet", END)
-    return builder
+    return chain(Meeting, ("meet", _meet))
 
 
 def test_two_runs_are_driven_at_once_on_one_event_loop(rt: Runtime) -> None:
@@ -145,11 +118,7 @@ async def _broken(state: Meeting) -> dict[str, Any]:
 
 
 def broken_graph() -> StateGraph[Any]:
-    builder: StateGraph[Any] = StateGraph(Meeting)
-    builder.add_node("broken", _broken)
-    builder.add_edge(START, "broken")
-    builder.add_edge("broken", END)
-    return builder
+    return chain(Meeting, ("broken", _broken))
 
 
 def test_an_async_node_that_raises_ends_its_run_failed_with_the_error(rt: Runtime) -> None:

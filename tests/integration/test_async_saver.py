@@ -12,9 +12,9 @@ import psycopg
 import pytest
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
-from langgraph.graph import END, START, StateGraph
 
-from tests.support.inside import parts
+from tests.support.chain import chain
+from tests.support.inside import created_claimed, parts
 from waystone import Runtime, Settings
 from waystone._checkpointing.aio import AsyncWaystoneSaver, make_async_saver, open_async_pool
 from waystone._db.database import Database
@@ -62,20 +62,9 @@ async def _step(state: Count) -> dict[str, Any]:
 
 def test_an_async_save_under_a_stale_lease_token_is_refused_whole(database_url: str) -> None:
     settings = Settings(database_url=database_url)
-    builder: StateGraph[Any] = StateGraph(Count)
-    builder.add_node("step", _step)
-    builder.add_edge(START, "step")
-    builder.add_edge("step", END)
+    builder = chain(Count, ("step", _step))
     with Runtime(settings) as rt:
-        run = parts(rt).registry.create_claimed(
-            thread_id="async-fence",
-            agent="counter",
-            goal="count",
-            input={},
-            owner=parts(rt).owner,
-            lease_seconds=rt.settings.lease_seconds,
-        )
-        assert run is not None
+        run = created_claimed(rt, "async-fence", "counter", "count")
         stale = graph_config("async-fence", lease_token=run.lease_token)
         rt.cancel("async-fence", by="ops", reason="taken from the first holder")  # token moves
 
@@ -106,22 +95,9 @@ def test_each_async_step_is_one_fenced_round_trip(
     """A new run's input checkpoints and each node's writes wait for the next save: two
     nodes, two batches, each carrying the run's lease token."""
     settings = Settings(database_url=database_url)
-    builder: StateGraph[Any] = StateGraph(Count)
-    builder.add_node("one", _step)
-    builder.add_node("two", _step)
-    builder.add_edge(START, "one")
-    builder.add_edge("one", "two")
-    builder.add_edge("two", END)
+    builder = chain(Count, ("one", _step), ("two", _step))
     with Runtime(settings) as rt:
-        run = parts(rt).registry.create_claimed(
-            thread_id="async-batches",
-            agent="counter",
-            goal="count",
-            input={},
-            owner=parts(rt).owner,
-            lease_seconds=rt.settings.lease_seconds,
-        )
-        assert run is not None
+        run = created_claimed(rt, "async-batches", "counter", "count")
         config = graph_config("async-batches", lease_token=run.lease_token)
         sent: list[int | None] = []
 

@@ -10,9 +10,11 @@ from typing import Any, TypedDict
 
 import psycopg
 import pytest
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 
 from tests.conftest import wait_until
+from tests.support.chain import chain
+from tests.support.rows import run_state
 from waystone import Runtime, Settings
 from waystone.worker.aio import AsyncWorker
 
@@ -42,16 +44,7 @@ async def _wait_forever_once(state: Waited) -> dict[str, Any]:
 
 
 def stalling_graph() -> StateGraph[Any]:
-    builder: StateGraph[Any] = StateGraph(Waited)
-    builder.add_node("wait", _wait_forever_once)
-    builder.add_edge(START, "wait")
-    builder.add_edge("wait", END)
-    return builder
-
-
-def _state(sql: psycopg.Connection[Any], thread_id: str) -> str:
-    row = sql.execute("SELECT state FROM waystone.runs WHERE thread_id = %s", (thread_id,))
-    return str(row.fetchone()[0])  # type: ignore[index]
+    return chain(Waited, ("wait", _wait_forever_once))
 
 
 @pytest.mark.timeout(120)
@@ -70,8 +63,8 @@ def test_a_stuck_async_drive_is_cancelled_and_frees_its_slot(
             wait_until(lambda: ATTEMPTS == ["stuck"], "the stuck run's node began")
             second_id = rt.start("stall", {"name": "second"}).thread_id
             # one slot: the second run is driven only once the stuck drive gave it up
-            wait_until(lambda: _state(sql, second_id) == "done", "the second run", timeout=60)
-            wait_until(lambda: _state(sql, stuck_id) == "done", "the stuck run", timeout=60)
+            wait_until(lambda: run_state(sql, second_id) == "done", "the second run", timeout=60)
+            wait_until(lambda: run_state(sql, stuck_id) == "done", "the stuck run", timeout=60)
             assert worker.stats.stuck >= 1
             assert CANCELLED[:1] == ["stuck"]
         finally:

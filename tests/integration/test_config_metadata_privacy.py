@@ -10,8 +10,9 @@ from typing import Any, TypedDict
 
 import psycopg
 import pytest
-from langgraph.graph import END, START, StateGraph
 
+from tests.conftest import REFUND_INPUT
+from tests.support.chain import chain
 from tests.support.inside import parts
 from tests.support.scan import scan
 from waystone import Runtime
@@ -50,9 +51,7 @@ def test_configurable_and_metadata_values_reach_no_column_in_plain_form(
         monkeypatch.setenv("WAYSTONE_ENCRYPTION_KEY", key)
     with Runtime(Settings(database_url=database_url), default_agents) as rt:
         data = {
-            "order_id": "1001",
-            "amount": "120.00",
-            "currency": "EUR",
+            **REFUND_INPUT,
             "email": EMAIL,
             "phone": PHONE,
             "card": CARD,
@@ -73,10 +72,7 @@ def test_configurable_and_metadata_values_reach_no_column_in_plain_form(
         assert rt.run(thread_id).state == "done"
 
         # a LangGraph graph of the user's on Waystone's saver, its config carrying them
-        builder = StateGraph(Note)
-        builder.add_node("answer", lambda note: {"text": note["text"] + ", answered"})
-        builder.add_edge(START, "answer")
-        builder.add_edge("answer", END)
+        builder = chain(Note, ("answer", lambda note: {"text": note["text"] + ", answered"}))
         graph = builder.compile(checkpointer=parts(rt).saver)
         config: Any = {
             "configurable": {"thread_id": "support-1", "user_email": EMAIL, "phone": PHONE},

@@ -5,7 +5,6 @@ or disabled cron starts nothing, and the input is stored redacted."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -23,9 +22,8 @@ HELLO = {"messages": [{"role": "user", "content": "hello"}]}
 
 
 @pytest.fixture
-def rt(database_url: str) -> Iterator[Runtime]:
-    with Runtime(Settings.from_env(database_url=database_url), graphs={"chat": chat_graph}) as r:
-        yield r
+def rt_graphs() -> dict[str, Any]:
+    return {"chat": chat_graph}
 
 
 def overdue(sql: psycopg.Connection[Any], cron_id: str, by: str = "1 second") -> None:

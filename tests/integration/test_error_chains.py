@@ -11,6 +11,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from tests.support.background import Background
 from tests.support.inside import parts
 from tests.support.notes import bench_storage
 from waystone import LeaseLost, Runtime, Settings
@@ -61,21 +62,12 @@ def test_a_lease_lost_mid_drive_is_not_raised_from_itself(database_url: str) -> 
     with Runtime(Settings(database_url=database_url)) as rt:
         rt.register(spec)
         thread_id = rt.start(spec.name, {}).thread_id
-        raised: list[BaseException] = []
-
-        def drive() -> None:
-            try:
-                rt.run(thread_id)
-            except BaseException as exc:
-                raised.append(exc)
-
-        driving = threading.Thread(target=drive)
-        driving.start()
+        driving = Background(lambda: rt.run(thread_id))
         try:
             assert entered.wait(timeout=60), "the tool was never called"
             rt.cancel(thread_id, by="bob", reason="changed my mind")
         finally:
             release.set()
-            driving.join(timeout=60)
-    assert len(raised) == 1 and isinstance(raised[0], LeaseLost)
-    assert raised[0].__cause__ is not raised[0] and _chain_ends(raised[0])
+            raised = driving.join(timeout=60)
+    assert isinstance(raised, LeaseLost)
+    assert raised.__cause__ is not raised and _chain_ends(raised)

@@ -19,6 +19,27 @@ from waystone._db.database import Database, jsonify
 from waystone._runs.registry import Run
 
 
+def _refused_after_five_uses(one: Database, run: Any) -> None:
+    """``get_run`` used five times (not prepared yet: the sixth use prepares it), then in a
+    batch after an event under the run's stale lease: the event is refused, ``get_run``
+    aborted with it."""
+    for _ in range(5):
+        assert one.fetch_one("get_run", thread_id=run.thread_id) is not None
+    stale = {
+        "thread_id": run.thread_id,
+        "kind": "note",
+        "reason": "from a stale lease",
+        "evidence": {},
+        "actor": "test",
+        "lease_token": run.lease_token,
+    }
+    with pytest.raises(LeaseLost):
+        one.batch(
+            [("insert_event", stale), ("get_run", {"thread_id": run.thread_id})],
+            fence=run.lease_token,
+        )
+
+
 @pytest.mark.timeout(60)
 def test_a_statement_first_prepared_in_a_failed_pipeline_runs_after_it(
     runtime: Runtime, database_url: str
@@ -27,21 +48,7 @@ def test_a_statement_first_prepared_in_a_failed_pipeline_runs_after_it(
     runtime.cancel(run.thread_id, by="bob", reason="stop")  # writes under its token: refused
     one = Database.open(Settings(database_url=database_url, pool_min_size=1, pool_max_size=1))
     try:
-        for _ in range(5):  # run, not prepared yet: the sixth use prepares it
-            assert one.fetch_one("get_run", thread_id=run.thread_id) is not None
-        stale = {
-            "thread_id": run.thread_id,
-            "kind": "note",
-            "reason": "from a stale lease",
-            "evidence": {},
-            "actor": "test",
-            "lease_token": run.lease_token,
-        }
-        with pytest.raises(LeaseLost):  # the event is refused, get_run aborted with it
-            one.batch(
-                [("insert_event", stale), ("get_run", {"thread_id": run.thread_id})],
-                fence=run.lease_token,
-            )
+        _refused_after_five_uses(one, run)
         found = one.fetch_one("get_run", thread_id=run.thread_id)
         assert found is not None and found["state"] == "failed"
     finally:
@@ -111,21 +118,7 @@ def test_a_callers_connection_outlives_a_failed_pipeline(
         database_url, autocommit=True, row_factory=dict_row, prepare_threshold=threshold
     ) as conn:
         one = Database.on(conn)
-        for _ in range(5):
-            assert one.fetch_one("get_run", thread_id=run.thread_id) is not None
-        stale = {
-            "thread_id": run.thread_id,
-            "kind": "note",
-            "reason": "from a stale lease",
-            "evidence": {},
-            "actor": "test",
-            "lease_token": run.lease_token,
-        }
-        with pytest.raises(LeaseLost):
-            one.batch(
-                [("insert_event", stale), ("get_run", {"thread_id": run.thread_id})],
-                fence=run.lease_token,
-            )
+        _refused_after_five_uses(one, run)
         assert not conn.closed
         found = one.fetch_one("get_run", thread_id=run.thread_id)
         assert found is not None and found["state"] == "failed"

@@ -13,6 +13,7 @@ import psycopg
 import pytest
 
 from tests.conftest import REFUND_INPUT, Cli
+from tests.support.rows import effects
 from waystone import Runtime, Settings
 from waystone.cli.agents import default_agents
 from waystone.examples.provider import ProviderProcess
@@ -29,13 +30,6 @@ def fast_runtime(database_url: str) -> Iterator[Runtime]:
     )
     with Runtime(settings, default_agents) as rt:
         yield rt
-
-
-def _effects(sql: psycopg.Connection[Any], thread_id: str) -> list[tuple[Any, ...]]:
-    return sql.execute(
-        "SELECT tool, status, attempts FROM waystone.effects WHERE thread_id = %s ORDER BY ordinal",
-        (thread_id,),
-    ).fetchall()
 
 
 def _kinds(rt: Runtime, thread_id: str) -> list[str]:
@@ -60,7 +54,7 @@ def test_timeout_after_apply_is_reconciled_not_repeated(
     assert kinds.count("unknown-outcome") == 1
     reconciled = [e for e in fast_runtime.history(thread_id)["events"] if e["kind"] == "reconciled"]
     assert [e["reason"] for e in reconciled] == ["lookup found the effect: recorded as applied"]
-    assert [row[1:] for row in _effects(sql, thread_id)] == [("confirmed", 1), ("confirmed", 1)]
+    assert [row[1:] for row in effects(sql, thread_id)] == [("confirmed", 1), ("confirmed", 1)]
 
 
 def test_transient_twice_then_success_records_three_attempts(
@@ -69,7 +63,7 @@ def test_transient_twice_then_success_records_three_attempts(
     provider.inject("refunds", "transient", times=2)
     thread_id = fast_runtime.start("refund", SMALL).thread_id
     assert fast_runtime.run(thread_id).state == "done"
-    assert _effects(sql, thread_id)[0] == ("refund", "confirmed", 3)
+    assert effects(sql, thread_id)[0] == ("refund", "confirmed", 3)
     assert _kinds(fast_runtime, thread_id).count("retry") == 2
     _one_of_each(provider)
 
@@ -82,11 +76,11 @@ def test_attempt_count_survives_a_kill_between_attempts(
     thread_id = json.loads(started.stdout)["thread_id"]
     killed = cli("run", thread_id, env={"WAYSTONE_CRASH_AT": "execute:after-transient@refund"})
     assert killed.returncode == -9
-    assert _effects(sql, thread_id) == [("refund", "intent", 1)]
+    assert effects(sql, thread_id) == [("refund", "intent", 1)]
     resumed = cli("run", thread_id, "--json")
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["state"] == "done"
-    assert _effects(sql, thread_id)[0] == ("refund", "confirmed", 3)
+    assert effects(sql, thread_id)[0] == ("refund", "confirmed", 3)
     _one_of_each(provider)
 
 
@@ -99,7 +93,7 @@ def test_permanent_failure_is_not_retried_and_fails_the_run(
     assert final.state == "failed"
     assert "injected permanent failure" in final.reason
     assert "HTTP 422" in fast_runtime.status(thread_id).reason
-    assert _effects(sql, thread_id) == [("refund", "failed", 1)]
+    assert effects(sql, thread_id) == [("refund", "failed", 1)]
     assert "retry" not in _kinds(fast_runtime, thread_id)
     assert provider.ledger() == {"refunds": [], "notifications": [], "refused": []}
 
@@ -111,7 +105,7 @@ def test_slow_within_budget_succeeds(
     thread_id = fast_runtime.start("refund", SMALL).thread_id
     assert fast_runtime.run(thread_id).state == "done"
     assert "unknown-outcome" not in _kinds(fast_runtime, thread_id)
-    assert _effects(sql, thread_id)[0] == ("refund", "confirmed", 1)
+    assert effects(sql, thread_id)[0] == ("refund", "confirmed", 1)
 
 
 @pytest.mark.parametrize(
@@ -154,7 +148,7 @@ def test_tool_without_lookup_or_dedupe_goes_to_needs_human(
         assert len(provider.ledger()["notifications"]) == 1
         requeued = cli("requeue", thread_id, "--reason", "looked, unsure", env=agents)
         assert requeued.returncode == 0, requeued.stderr
-    assert _effects(sql, thread_id) == [("fax", "intent", 0)]
+    assert effects(sql, thread_id) == [("fax", "intent", 0)]
 
 
 def test_exhausted_retries_need_a_human_then_requeue_finishes(
@@ -165,7 +159,7 @@ def test_exhausted_retries_need_a_human_then_requeue_finishes(
     stuck = fast_runtime.run(thread_id)
     assert stuck.state == "needs-human"
     assert "retries exhausted" in stuck.reason
-    assert _effects(sql, thread_id) == [("refund", "intent", 5)]  # 4 calls, then the refusal
+    assert effects(sql, thread_id) == [("refund", "intent", 5)]  # 4 calls, then the refusal
     assert provider.ledger()["refunds"] == []
     provider.clear_faults()
     fast_runtime.requeue(thread_id, by="ops", reason="provider fixed")
@@ -200,7 +194,7 @@ def test_no_deadline_no_dedupe_absent_lookup_needs_a_human(
     assert final.state == "needs-human"
     assert "does not refuse late requests" in final.reason
     assert "unknown-outcome" in kinds
-    assert _effects(sql, thread_id)[1][:2] == ("notify_customer", "unknown")
+    assert effects(sql, thread_id)[1][:2] == ("notify_customer", "unknown")
     assert len(provider.ledger()["notifications"]) <= 1  # the slow one may still land; once
 
 
@@ -239,7 +233,7 @@ def test_a_natural_tools_connect_error_is_retried_not_failed(
         assert rt.run(thread_id).state == "done"
         assert "retry" in _kinds(rt, thread_id)
     assert len(calls) == 2
-    assert _effects(sql, thread_id)[1] == ("notify_customer", "confirmed", 2)
+    assert effects(sql, thread_id)[1] == ("notify_customer", "confirmed", 2)
     _one_of_each(provider)
 
 

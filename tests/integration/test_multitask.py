@@ -5,7 +5,6 @@ thread's first run starts from nothing, and a queued run's input is stored redac
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ import psycopg
 import pytest
 
 from tests.conftest import wait_until
+from tests.support.chat import say
 from tests.support.gated import gated_graph
 from waystone.config import Settings
 from waystone.errors import LeaseLost
@@ -21,21 +21,8 @@ from waystone.web.shapes import jsonable
 
 
 @pytest.fixture
-def gates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "gates"
-    folder.mkdir()
-    monkeypatch.setenv("WAYSTONE_TEST_GATES", str(folder))
-    return folder
-
-
-@pytest.fixture
-def rt(database_url: str, gates: Path) -> Iterator[Runtime]:
-    with Runtime(Settings(database_url=database_url), graphs={"gated": gated_graph}) as made:
-        yield made
-
-
-def say(text: str) -> dict[str, Any]:
-    return {"messages": [{"role": "user", "content": text}]}
+def rt_graphs(gates: Path) -> dict[str, Any]:
+    return {"gated": gated_graph}
 
 
 def texts(rt: Runtime, thread_id: str) -> list[str]:

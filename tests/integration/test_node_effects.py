@@ -19,6 +19,7 @@ from langgraph.prebuilt import ToolNode, create_react_agent
 from langgraph.types import Command, RetryPolicy, Send, interrupt
 
 import waystone
+from tests.support.chain import chain
 from tests.support.chat_models import ConversationModel
 from tests.support.effect_graphs import (
     Notified,
@@ -27,7 +28,7 @@ from tests.support.effect_graphs import (
     note_effect,
     send_note,
 )
-from tests.support.inside import parts
+from tests.support.inside import created_claimed, parts
 from waystone._runs.run_config import graph_config
 from waystone.effects import deadline
 from waystone.effects.context import CONTEXT_KEY, EffectContext, without_ledger
@@ -44,15 +45,7 @@ class Drive:
     def __init__(self, rt: Runtime, thread_id: str) -> None:
         self.rt = rt
         self.thread_id = thread_id
-        run = parts(rt).registry.create_claimed(
-            thread_id=thread_id,
-            agent="user-graph",
-            goal="a user's graph",
-            input={},
-            owner=parts(rt).owner,
-            lease_seconds=rt.settings.lease_seconds,
-        )
-        assert run is not None
+        run = created_claimed(rt, thread_id, "user-graph", "a user's graph")
         self.config = graph_config(thread_id, lease_token=run.lease_token, key_namespace=thread_id)
         self.config["configurable"][CONTEXT_KEY] = EffectContext(
             parts(rt).ledger,
@@ -119,10 +112,7 @@ def test_two_calls_in_a_node_get_two_keys_and_a_reexecution_the_same(
             raise RuntimeError("the process dies here")
         return {"receipts": [first, second, third]}
 
-    builder: StateGraph[Notified] = StateGraph(Notified)
-    builder.add_node("announce", announce)
-    builder.add_edge(START, "announce")
-    builder.add_edge("announce", END)
+    builder = chain(Notified, ("announce", announce))
     graph = builder.compile(checkpointer=parts(runtime).saver)
     drive = Drive(runtime, "twice-1")
     with pytest.raises(RuntimeError, match="dies here"):
@@ -196,10 +186,7 @@ def test_send_branches_and_a_subgraph_get_keys_of_their_own(
     def branch(state: Fanned) -> dict[str, Any]:
         return {"receipts": [notify(to=state["to"], body="same text")]}
 
-    inner: StateGraph[Fanned] = StateGraph(Fanned)
-    inner.add_node("branch", branch)
-    inner.add_edge(START, "branch")
-    inner.add_edge("branch", END)
+    inner = chain(Fanned, ("branch", branch))
 
     builder: StateGraph[Fanned] = StateGraph(Fanned)
     builder.add_node("branch", branch)
@@ -244,10 +231,7 @@ def test_an_async_node_awaits_an_async_effect_made_once(
         answer = interrupt({"ask": "was the customer told?"})
         return {"receipts": [receipt], "answer": answer}
 
-    builder: StateGraph[Notified] = StateGraph(Notified)
-    builder.add_node("announce", announce)
-    builder.add_edge(START, "announce")
-    builder.add_edge("announce", END)
+    builder = chain(Notified, ("announce", announce))
     graph = builder.compile(checkpointer=parts(runtime).saver)
     drive = Drive(runtime, "async-1")
 
@@ -359,11 +343,7 @@ def test_durable_tools_under_a_tool_node_with_the_same_arguments_get_two_keys(
 def _tool_graph(tools: list[Any]) -> StateGraph[Any]:
     from langgraph.graph import MessagesState
 
-    builder: StateGraph[Any] = StateGraph(MessagesState)
-    builder.add_node("tools", ToolNode(tools))
-    builder.add_edge(START, "tools")
-    builder.add_edge("tools", END)
-    return builder
+    return chain(MessagesState, ("tools", ToolNode(tools)))
 
 
 def test_an_effect_outside_a_waystone_drive_is_refused_unless_opted_out(
@@ -391,10 +371,7 @@ def test_an_effect_whose_outcome_is_unknowable_raises_needs_human(
     def announce(state: Notified) -> dict[str, Any]:
         return {"receipts": [notify(to=state["to"])]}
 
-    builder: StateGraph[Notified] = StateGraph(Notified)
-    builder.add_node("announce", announce)
-    builder.add_edge(START, "announce")
-    builder.add_edge("announce", END)
+    builder = chain(Notified, ("announce", announce))
     graph = builder.compile(checkpointer=parts(runtime).saver)
     with pytest.raises(NeedsHuman, match="neither a lookup nor key deduplication"):
         Drive(runtime, "unknowable-1").invoke(graph, {"to": "ana@example.com"})

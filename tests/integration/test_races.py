@@ -4,15 +4,16 @@ not lost; a takeover never trusts "no checkpoints" from the claim's snapshot."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import psycopg
 import pytest
 
 from tests.conftest import wait_until
+from tests.support.background import Background
 from tests.support.inside import parts
 from tests.support.notes import claimed
+from tests.support.rows import lock_waits
 from waystone import Runtime
 from waystone.effects._ledger import Effect
 from waystone.errors import LeaseLost
@@ -63,41 +64,28 @@ def test_an_intent_inserted_meanwhile_by_another_run_is_found(
         "VALUES ('k-shared', %s, 1, 'note', '{}', 'intent', 1)",
         (thread_id,),
     )
-    result: dict[str, Any] = {}
-
-    def open_it() -> None:
-        try:
-            result["opened"] = parts(runtime).ledger.open_intent(
-                key="k-shared",
-                thread_id=thread_id,
-                ordinal=1,
-                tool="note",
-                args={},
-                timeout_s=5.0,
-                fence=token,
-            )
-        except Exception as exc:  # surfaced by the assertion below
-            result["error"] = exc
-
-    opener = threading.Thread(target=open_it)
-    opener.start()
+    opener = Background(
+        lambda: parts(runtime).ledger.open_intent(
+            key="k-shared",
+            thread_id=thread_id,
+            ordinal=1,
+            tool="note",
+            args={},
+            timeout_s=5.0,
+            fence=token,
+        )
+    )
     try:
         wait_until(  # the opener waits on the other transaction's row lock
-            lambda: (
-                sql.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                    "AND query LIKE '%%INSERT INTO waystone.effects%%'"
-                ).fetchone()
-                == (1,)
-            ),
+            lambda: lock_waits(sql, "%INSERT INTO waystone.effects%") == 1,
             "the intent insert to wait on the other run's",
         )
     finally:
         with other:  # commits, then closes
             pass
-        opener.join(timeout=30)
-    assert "error" not in result, result.get("error")
-    effect, fresh = result["opened"]
+        opened = opener.join(timeout=30)
+    assert not isinstance(opened, BaseException), opened
+    effect, fresh = opened
     assert isinstance(effect, Effect) and effect.key == "k-shared"
     assert fresh is False
 

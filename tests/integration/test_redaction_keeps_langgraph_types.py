@@ -28,6 +28,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, Interrupt, Overwrite, Send
 from psycopg.rows import dict_row
 
+from tests.support.chain import chain
 from tests.support.inside import parts
 from waystone import Runtime
 from waystone._checkpointing.saver import WaystoneSaver, make_saver
@@ -175,10 +176,7 @@ def _adder(state: Any) -> dict[str, int]:
 
 
 def _counter(schema: Any, saver: Any) -> Any:
-    builder = StateGraph(schema)
-    builder.add_node("add", _adder)
-    builder.add_edge(START, "add")
-    builder.add_edge("add", END)
+    builder = chain(schema, ("add", _adder))
     return builder.compile(checkpointer=saver)
 
 

@@ -3,20 +3,19 @@ drive of it (each a claim, as a worker's), a breakpoint a wait a value ends."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from tests.support.option_graphs import two_steps
-from waystone import Runtime, Settings
+from waystone import Runtime
 from waystone._runtime.options import RunOptions
 from waystone.errors import BadInput
 
 
 @pytest.fixture
-def rt(database_url: str) -> Iterator[Runtime]:
-    with Runtime(Settings(database_url=database_url), graphs={"steps": two_steps}) as made:
-        yield made
+def rt_graphs() -> dict[str, Any]:
+    return {"steps": two_steps}
 
 
 def test_a_breakpoint_waits_and_each_drive_applies_the_options(rt: Runtime) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 from typing import Any
 
 import psycopg
@@ -13,7 +12,9 @@ import pytest
 from psycopg.types.json import Jsonb
 
 from tests.conftest import REFUND_INPUT, wait_until
+from tests.support.background import Background
 from tests.support.inside import parts
+from tests.support.rows import effects, lock_waits
 from waystone._runs.dashboard import snapshot
 from waystone.errors import BadInput, TransitionNotAllowed, UnknownThread
 from waystone.examples.provider import ProviderProcess
@@ -50,11 +51,10 @@ def test_approve_then_run_ends_done_with_one_refund_and_one_notification(
     ledger = provider.ledger()
     assert len(_refunds_for(provider, "1001")) == 1
     assert [n["to"] for n in ledger["notifications"]] == ["ana@example.com"]
-    effects = sql.execute(
-        "SELECT tool, status, attempts FROM waystone.effects WHERE thread_id = %s ORDER BY ordinal",
-        (thread_id,),
-    ).fetchall()
-    assert effects == [("refund", "confirmed", 1), ("notify_customer", "confirmed", 1)]
+    assert effects(sql, thread_id) == [
+        ("refund", "confirmed", 1),
+        ("notify_customer", "confirmed", 1),
+    ]
     transitions = sql.execute(
         "SELECT from_state, to_state FROM waystone.run_events "
         "WHERE thread_id = %s AND kind = 'transition' ORDER BY id",
@@ -230,31 +230,16 @@ def test_a_rejection_racing_a_claim_leaves_the_run_to_its_claimer(
         " lease_expires_at = clock_timestamp() - interval '1 second' WHERE thread_id = %s",
         (thread_id,),
     )
-    result: dict[str, Any] = {}
-
-    def reject() -> None:
-        try:
-            result["status"] = runtime.reject(thread_id, by="bob", reason="no")
-        except Exception as exc:  # surfaced by the assertions below
-            result["error"] = exc
-
-    rejecter = threading.Thread(target=reject)
-    rejecter.start()
+    rejecter = Background(lambda: runtime.reject(thread_id, by="bob", reason="no"))
     try:
         wait_until(
-            lambda: (
-                sql.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                ).fetchone()
-                == (1,)
-            ),
-            "the rejection to wait for the claim's transaction",
+            lambda: lock_waits(sql) == 1, "the rejection to wait for the claim's transaction"
         )
     finally:
         with taker:  # commits, then closes
             pass
-        rejecter.join(timeout=30)
-    assert isinstance(result.get("error"), TransitionNotAllowed), result
+        rejected = rejecter.join(timeout=30)
+    assert isinstance(rejected, TransitionNotAllowed), rejected
     decisions = sql.execute(
         "SELECT payload->>'choice' FROM waystone.signals WHERE thread_id = %s", (thread_id,)
     ).fetchall()

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Iterator
 from typing import Annotated, Any
 
 import pytest
@@ -25,6 +24,7 @@ from langgraph.prebuilt.chat_agent_executor import AgentState
 from langgraph.types import Command, interrupt
 
 import waystone
+from tests.support.chain import chain
 from tests.support.chat_models import ConversationModel
 from waystone import Runtime, Settings
 from waystone.errors import BadInput
@@ -110,12 +110,6 @@ class Tools:
             return f"{order_id} is in stock"
 
         return StructuredTool.from_function(look, description="Look.", metadata=hints)
-
-
-@pytest.fixture
-def rt(database_url: str) -> Iterator[Runtime]:
-    with Runtime(Settings(database_url=database_url)) as runtime:
-        yield runtime
 
 
 def answered(rt: Runtime, name: str, graph: Any) -> tuple[str, dict[str, Any]]:
@@ -272,8 +266,6 @@ def test_an_error_handled_by_the_tool_node_is_shown_to_the_model_once(rt: Runtim
 def test_an_interrupt_inside_an_effect_waits_and_the_effect_is_made_once(rt: Runtime) -> None:
     from typing import TypedDict
 
-    from langgraph.graph import END, START, StateGraph
-
     made: Counter[str] = Counter()
 
     @waystone.effect
@@ -290,10 +282,7 @@ def test_an_interrupt_inside_an_effect_waits_and_the_effect_is_made_once(rt: Run
     def pay_node(state: State) -> dict[str, Any]:
         return {"receipt": pay(order_id=state["order_id"])}
 
-    builder = StateGraph(State)
-    builder.add_node("pay", pay_node)
-    builder.add_edge(START, "pay")
-    builder.add_edge("pay", END)
+    builder = chain(State, ("pay", pay_node))
     rt.register_graph("pays", builder)
     waiting = rt.invoke("pays", {"order_id": "1"})
     assert waiting.state == "waiting", waiting
@@ -337,14 +326,11 @@ def test_async_tools_go_through_the_ledger_too(rt: Runtime) -> None:
 
 
 def test_a_tool_node_in_a_subgraph_is_routed_too(rt: Runtime) -> None:
-    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.graph import MessagesState
 
     tools = Tools()
     inner = agent([tools.book, tools.ask], call("book", order_id="1001"))
-    outer = StateGraph(MessagesState)
-    outer.add_node("inner", inner)
-    outer.add_edge(START, "inner")
-    outer.add_edge("inner", END)
+    outer = chain(MessagesState, ("inner", inner))
     _, history = answered(rt, "nested", outer)
     assert tools.calls["book"] == 1
     assert effects(history) == {"book": ("applied", 1), "ask": ("applied", 1)}

@@ -10,9 +10,10 @@ from typing import Any
 
 import psycopg
 import pytest
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 
 import waystone
+from tests.support.chain import chain
 from tests.support.effect_graphs import Notified, send_note
 from waystone.examples.provider import ProviderProcess
 from waystone.runtime import Runtime
@@ -28,11 +29,7 @@ def _announcing(url: str) -> StateGraph[Notified]:
     def announce(state: Notified) -> dict[str, Any]:
         return {"receipts": [notify(to=state["to"])]}
 
-    builder: StateGraph[Notified] = StateGraph(Notified)
-    builder.add_node("announce", announce)
-    builder.add_edge(START, "announce")
-    builder.add_edge("announce", END)
-    return builder
+    return chain(Notified, ("announce", announce))
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ different one."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -15,7 +14,7 @@ import pytest
 
 from tests.conftest import REFUND_INPUT
 from tests.support.inside import parts
-from waystone import AgentSpec, PolicyDecision, Runtime, Settings
+from waystone import AgentSpec, PolicyDecision, Runtime
 from waystone._checkpointing.position import next_nodes
 from waystone.examples import refund, settlement
 from waystone.examples.provider import ProviderProcess
@@ -30,15 +29,12 @@ class Boom:
 
 
 @pytest.fixture(params=[False, True], ids=["plain", "sealed"])
-def rt(
-    request: pytest.FixtureRequest, database_url: str, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Runtime]:
+def rt_agents(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """Each test twice: as is, and with encryption at rest on."""
     if request.param:
         monkeypatch.setenv("WAYSTONE_ENCRYPTION_KEY", "3c" * 32)
     boom: AgentSpec = replace(refund.build(), name="boom", policy=Boom())
-    agents = {"refund": refund.build(), "settled": settlement.settled(), "boom": boom}
-    with Runtime(Settings(database_url=database_url), agents=agents) as runtime:
-        yield runtime
+    return {"refund": refund.build(), "settled": settlement.settled(), "boom": boom}
 
 
 def runs_in_every_state(rt: Runtime, provider: ProviderProcess) -> dict[str, str]:

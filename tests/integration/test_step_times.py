@@ -11,6 +11,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from tests.support.chain import chain
 from tests.support.react_graphs import trip_agent
 from waystone import Runtime, Settings
 from waystone._runs import step_times as _step_times
@@ -158,7 +159,7 @@ def _supervisor() -> Any:
     import warnings
 
     from langchain_core.messages import AIMessage
-    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.graph import MessagesState
     from langgraph.prebuilt import create_react_agent
     from langgraph.warnings import LangGraphDeprecatedSinceV10
 
@@ -168,13 +169,11 @@ def _supervisor() -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LangGraphDeprecatedSinceV10)
         helper = create_react_agent(ConversationModel(responses=[AIMessage("done")]), [lookup])
-    builder = StateGraph(MessagesState)
-    builder.add_node("agent", lambda state: {"messages": [AIMessage("over to the helper")]})
-    builder.add_node("helper", helper)
-    builder.add_edge(START, "agent")
-    builder.add_edge("agent", "helper")
-    builder.add_edge("helper", END)
-    return builder
+    return chain(
+        MessagesState,
+        ("agent", lambda state: {"messages": [AIMessage("over to the helper")]}),
+        ("helper", helper),
+    )
 
 
 def test_a_subgraphs_nodes_are_not_merged_with_the_parents_of_the_same_name(

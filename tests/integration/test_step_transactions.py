@@ -23,6 +23,7 @@ from langgraph.runtime import RunControl
 from tests.conftest import REFUND_INPUT, Cli
 from tests.support.inside import parts
 from tests.support.notes import bench_storage, claimed
+from tests.support.rows import effects
 from waystone import Runtime
 from waystone.effects.tools import RetryPolicy
 from waystone.errors import TransientError, TransitionNotAllowed
@@ -54,10 +55,7 @@ def _resumed(cli: Cli, thread_id: str, env: dict[str, str] | None = None) -> dic
 
 
 def _ledger(sql: psycopg.Connection[Any], thread_id: str) -> list[tuple[Any, ...]]:
-    return sql.execute(
-        "SELECT tool, status FROM waystone.effects WHERE thread_id = %s ORDER BY ordinal",
-        (thread_id,),
-    ).fetchall()
+    return effects(sql, thread_id, "tool", "status")
 
 
 def _event_count(sql: psycopg.Connection[Any], thread_id: str, kind: str) -> int:

@@ -26,17 +26,13 @@ from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 from typing_extensions import TypedDict
 
-from tests.support.scan import scan
+from tests.conftest import ENCRYPTION_KEY
+from tests.support.chain import chain
+from tests.support.scan import assert_sealed
 from waystone import AsyncWaystoneSaver, BadInput, Settings, WaystoneSaver
 
-KEY = "4d" * 32
 CHANNEL = "items"
 PLANTED = "plainly-planted-value-7f3a"
-
-
-@pytest.fixture
-def sealed(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WAYSTONE_ENCRYPTION_KEY", KEY)
 
 
 def _connect(url: str) -> psycopg.Connection[Any]:
@@ -230,7 +226,7 @@ def test_the_async_delta_history_returns_what_the_stock_saver_returns(
     with psycopg.connect(database_url, autocommit=True) as conn:
         stocks = [r[0] for r in conn.execute("SELECT DISTINCT thread_id FROM checkpoints")]
     if sealing:
-        monkeypatch.setenv("WAYSTONE_ENCRYPTION_KEY", KEY)
+        monkeypatch.setenv("WAYSTONE_ENCRYPTION_KEY", ENCRYPTION_KEY)
     assert asyncio.run(ours()) == theirs
     assert theirs[3] == ("<none>", ["w0", "w1", "w2"])  # the inline None
     assert theirs[0] == (42, ["w1", "w2"])
@@ -272,22 +268,20 @@ class AgentState(TypedDict, total=False):
 
 
 def _customer_graph(saver: Any) -> Any:
-    builder = StateGraph(Customer)
-    builder.add_node("visit", lambda s: {"visits": s.visits + 1})
-    builder.add_node("confirm", lambda s: {"name": interrupt("confirm?")})
-    builder.add_edge(START, "visit")
-    builder.add_edge("visit", "confirm")
-    builder.add_edge("confirm", END)
+    builder = chain(
+        Customer,
+        ("visit", lambda s: {"visits": s.visits + 1}),
+        ("confirm", lambda s: {"name": interrupt("confirm?")}),
+    )
     return builder.compile(checkpointer=saver)
 
 
 def _basket_graph(saver: Any) -> Any:
-    builder = StateGraph(Basket)
-    builder.add_node("add", lambda s: {"items": [*s.items, PLANTED]})
-    builder.add_node("confirm", lambda s: {"note": interrupt("confirm?")})
-    builder.add_edge(START, "add")
-    builder.add_edge("add", "confirm")
-    builder.add_edge("confirm", END)
+    builder = chain(
+        Basket,
+        ("add", lambda s: {"items": [*s.items, PLANTED]}),
+        ("confirm", lambda s: {"note": interrupt("confirm?")}),
+    )
     return builder.compile(checkpointer=saver)
 
 
@@ -300,12 +294,7 @@ def _agent_graph(saver: Any) -> Any:
         interrupt("finish?")
         return {"outcome": AgentFinish(return_values={"answer": PLANTED}, log="done")}
 
-    builder = StateGraph(AgentState)
-    builder.add_node("act", act)
-    builder.add_node("finish", finish)
-    builder.add_edge(START, "act")
-    builder.add_edge("act", "finish")
-    builder.add_edge("finish", END)
+    builder = chain(AgentState, ("act", act), ("finish", finish))
     return builder.compile(checkpointer=saver)
 
 
@@ -359,11 +348,8 @@ async def _arun_all(saver: Any, tag: str) -> None:
 def _all_sealed(database_url: str) -> None:
     """Every blob and write sealed; no column holds the planted value in plain text."""
     with psycopg.connect(database_url, autocommit=True) as conn:
-        kinds = conn.execute(
-            "SELECT type FROM checkpoint_blobs UNION SELECT type FROM checkpoint_writes"
-        ).fetchall()
-        assert kinds and all(k[0].startswith("sealed+") for k in kinds), kinds
-        assert scan(conn, [PLANTED]) == []
+        kinds = "SELECT type FROM checkpoint_blobs UNION SELECT type FROM checkpoint_writes"
+        assert_sealed(conn, kinds, [PLANTED])
 
 
 def test_langgraphs_state_types_come_back_as_themselves_with_no_option_set(

@@ -6,8 +6,7 @@ effect included), on the run's history; the signals the stopped run left are set
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,30 +19,18 @@ from langgraph.types import interrupt
 
 from tests.conftest import wait_until
 from tests.support import stopped_agent
+from tests.support.background import Background
+from tests.support.chat import say
 from tests.support.chat_models import ConversationModel
 from tests.support.gated import gated_graph
 from tests.support.inside import parts
-from tests.support.stopped_agent import ANSWER, BookingDesk, booking_desk
+from tests.support.stopped_agent import ANSWER, BookingDesk
 from waystone._runs import dashboard
 from waystone._runs.run_config import graph_config
-from waystone.config import Settings
 from waystone.errors import LeaseLost, TransitionNotAllowed
 from waystone.runtime import Runtime
 
-
-@pytest.fixture
-def desk(monkeypatch: pytest.MonkeyPatch) -> Iterator[BookingDesk]:
-    with booking_desk() as made:
-        monkeypatch.setenv(stopped_agent.URL_VARIABLE, made.url)
-        yield made
-
-
-@pytest.fixture
-def gates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "gates"
-    folder.mkdir()
-    monkeypatch.setenv("WAYSTONE_TEST_GATES", str(folder))
-    return folder
+pytestmark = pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
 
 
 @tool
@@ -111,13 +98,8 @@ GRAPHS: dict[str, Callable[[], Any]] = {
 
 
 @pytest.fixture
-def rt(database_url: str, desk: BookingDesk, gates: Path) -> Iterator[Runtime]:
-    with Runtime(Settings(database_url=database_url), graphs=GRAPHS) as made:
-        yield made
-
-
-def say(text: str) -> dict[str, Any]:
-    return {"messages": [{"role": "user", "content": text}]}
+def rt_graphs(desk: BookingDesk, gates: Path) -> dict[str, Any]:
+    return GRAPHS
 
 
 def messages(rt: Runtime, graph: str, thread_id: str) -> list[BaseMessage]:
@@ -125,31 +107,17 @@ def messages(rt: Runtime, graph: str, thread_id: str) -> list[BaseMessage]:
     return found
 
 
-class Driving:
-    """``rt.run`` of a thread's run in a thread of its own: what it came to, or raised."""
-
-    def __init__(self, rt: Runtime, thread_id: str) -> None:
-        self.outcome: list[BaseException | str] = []
-        self._thread = threading.Thread(target=self._drive, args=(rt, thread_id))
-        self._thread.start()
-
-    def _drive(self, rt: Runtime, thread_id: str) -> None:
-        try:
-            self.outcome.append(rt.run(thread_id).state)
-        except BaseException as exc:  # a stopped drive is fenced out: that is what is checked
-            self.outcome.append(exc)
-
-    def join(self) -> BaseException | str:
-        self._thread.join(timeout=120)
-        assert len(self.outcome) == 1, "the drive did not end"
-        return self.outcome[0]
+def fenced_out(desk: BookingDesk, driving: Background) -> None:
+    """The held call let go: the stopped drive's late writes are refused."""
+    desk.release()
+    assert isinstance(driving.join(), LeaseLost)
 
 
-def start_booking(rt: Runtime, desk: BookingDesk, graph: str) -> tuple[str, Driving]:
+def start_booking(rt: Runtime, desk: BookingDesk, graph: str) -> tuple[str, Background]:
     """A thread whose run's booking call is held at the provider."""
     thread_id = rt.create_thread().thread_id
     rt.start_on_thread(graph, say("book me a trip"), thread_id=thread_id)
-    driving = Driving(rt, thread_id)
+    driving = Background(lambda: rt.run(thread_id).state)
     wait_until(lambda: desk.held() == 1, "the booking call at the provider")
     return thread_id, driving
 
@@ -164,7 +132,15 @@ def events(rt: Runtime, thread_id: str, kind: str) -> list[dict[str, Any]]:
     return [e for e in rt.history(thread_id)["events"] if e["kind"] == kind]
 
 
-@pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
+def cancelled_in_its_call(rt: Runtime, desk: BookingDesk, graph: str) -> str:
+    """A thread whose run was cancelled while its booking call was held: the call let go
+    after, its drive fenced out."""
+    thread_id, driving = start_booking(rt, desk, graph)
+    rt.cancel(thread_id, by="ops", reason="too slow")
+    fenced_out(desk, driving)
+    return thread_id
+
+
 @pytest.mark.parametrize("graph", ["react", "react-v1"])
 def test_a_cancel_during_a_tool_call_leaves_the_thread_usable(
     rt: Runtime, desk: BookingDesk, graph: str
@@ -178,8 +154,7 @@ def test_a_cancel_during_a_tool_call_leaves_the_thread_usable(
     assert [m.type for m in found] == ["human", "ai", "tool", "human", "ai"]
     assert "cancelled" in str(answered(found).content)
     assert found[-1].content == ANSWER
-    desk.release()
-    assert isinstance(driving.join(), LeaseLost)  # its late writes were refused
+    fenced_out(desk, driving)
     assert messages(rt, graph, thread_id) == found
     assert len(desk.requests) == 1  # the stopped call was never made again
     [event] = events(rt, thread_id, "tool-calls-answered")
@@ -188,7 +163,6 @@ def test_a_cancel_during_a_tool_call_leaves_the_thread_usable(
     assert any(s.metadata and s.metadata.get("source") == "update" for s in history)
 
 
-@pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
 def test_a_call_that_finished_before_the_cancel_keeps_its_result(
     rt: Runtime, desk: BookingDesk, sql: psycopg.Connection[Any]
 ) -> None:
@@ -214,25 +188,21 @@ def test_a_call_that_finished_before_the_cancel_keeps_its_result(
     assert results["call_book"][0] == "error" and "cancelled" in str(results["call_book"][1])
     [event] = events(rt, thread_id, "tool-calls-answered")
     assert event["evidence"]["tool_calls"] == [{"id": "call_book", "name": "book"}]
-    desk.release()
-    assert isinstance(driving.join(), LeaseLost)
+    fenced_out(desk, driving)
 
 
-@pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
 def test_the_interrupt_double_text_during_a_tool_call(rt: Runtime, desk: BookingDesk) -> None:
     thread_id, driving = start_booking(rt, desk, "react")
     rt.start_on_thread(
         "react", say("no, wait"), thread_id=thread_id, multitask_strategy="interrupt"
     )
-    desk.release()
-    assert isinstance(driving.join(), LeaseLost)
+    fenced_out(desk, driving)
     assert rt.run(thread_id).state == "done"
     found = messages(rt, "react", thread_id)
     assert "interrupted" in str(answered(found).content)
     assert [m.content for m in found][-2:] == ["no, wait", ANSWER]
 
 
-@pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
 def test_a_new_message_instead_of_an_answer_to_a_tools_interrupt(
     rt: Runtime, desk: BookingDesk
 ) -> None:
@@ -249,7 +219,6 @@ def test_a_new_message_instead_of_an_answer_to_a_tools_interrupt(
     assert desk.requests == []  # the tool never ran past its question
 
 
-@pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
 def test_a_run_failed_during_a_tool_call_then_a_new_run(rt: Runtime) -> None:
     thread_id = rt.create_thread().thread_id
     rt.start_on_thread("broken", say("book me a trip"), thread_id=thread_id)
@@ -267,7 +236,6 @@ def test_a_run_failed_during_a_tool_call_then_a_new_run(rt: Runtime) -> None:
     assert found[-1].content == ANSWER
 
 
-@pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
 def test_an_answer_cut_short_by_a_crash_is_finished_by_the_next_drive(rt: Runtime) -> None:
     thread_id = rt.create_thread().thread_id
     rt.start_on_thread("broken", say("book me a trip"), thread_id=thread_id)
@@ -282,7 +250,6 @@ def test_an_answer_cut_short_by_a_crash_is_finished_by_the_next_drive(rt: Runtim
     assert len(events(rt, thread_id, "tool-calls-answered")) == 1
 
 
-@pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
 def test_a_new_run_driven_on_an_event_loop_answers_the_calls_too(rt: Runtime) -> None:
     thread_id = rt.create_thread().thread_id
     rt.start_on_thread("broken", say("book me a trip"), thread_id=thread_id)
@@ -294,14 +261,10 @@ def test_a_new_run_driven_on_an_event_loop_answers_the_calls_too(rt: Runtime) ->
     assert len(events(rt, thread_id, "tool-calls-answered")) == 1
 
 
-@pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
 def test_the_answer_says_the_ledger_shows_the_effect_applied(
     rt: Runtime, desk: BookingDesk
 ) -> None:
-    thread_id, driving = start_booking(rt, desk, "durable")
-    rt.cancel(thread_id, by="ops", reason="too slow")
-    desk.release()
-    assert isinstance(driving.join(), LeaseLost)
+    thread_id = cancelled_in_its_call(rt, desk, "durable")
     [effect] = rt.history(thread_id)["effects"]
     assert effect["status"] == "applied"  # a late receipt: the booking landed
     rt.start_on_thread("durable", say("so, booked?"), thread_id=thread_id)
@@ -363,7 +326,6 @@ def test_calls_a_run_that_ended_well_left_are_not_answered(rt: Runtime) -> None:
     assert events(rt, thread_id, "tool-calls-answered") == []
 
 
-@pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
 def test_a_run_cancelled_before_it_began_does_not_hide_the_stopped_one(
     rt: Runtime, desk: BookingDesk
 ) -> None:
@@ -377,18 +339,13 @@ def test_a_run_cancelled_before_it_began_does_not_hide_the_stopped_one(
     # the answer follows its call, before the next human message
     assert [m.type for m in found] == ["human", "ai", "tool", "human", "ai"]
     assert "its run was cancelled" in str(answered(found).content)
-    desk.release()
-    assert isinstance(driving.join(), LeaseLost)
+    fenced_out(desk, driving)
 
 
-@pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
 def test_the_answer_follows_its_call_when_a_failed_run_wrote_a_message_after_it(
     rt: Runtime, desk: BookingDesk
 ) -> None:
-    thread_id, driving = start_booking(rt, desk, "react")
-    rt.cancel(thread_id, by="ops", reason="too slow")
-    desk.release()
-    assert isinstance(driving.join(), LeaseLost)
+    thread_id = cancelled_in_its_call(rt, desk, "react")
     # a message written after the stopped call, by a run that failed without answering it
     token = parts(rt).registry.get(thread_id).lease_token
     config = graph_config(thread_id, lease_token=token)
@@ -403,17 +360,15 @@ def test_the_answer_follows_its_call_when_a_failed_run_wrote_a_message_after_it(
     assert len(desk.bookings) == 1
 
 
-@pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
 def test_two_identical_calls_are_each_answered_with_their_own_effect(
     rt: Runtime, desk: BookingDesk
 ) -> None:
     thread_id = rt.create_thread().thread_id
     rt.start_on_thread("twins", say("book me two trips"), thread_id=thread_id)
-    driving = Driving(rt, thread_id)
+    driving = Background(lambda: rt.run(thread_id).state)
     wait_until(lambda: desk.held() == 2, "both booking calls at the provider")
     rt.cancel(thread_id, by="ops", reason="too slow")
-    desk.release()
-    assert isinstance(driving.join(), LeaseLost)
+    fenced_out(desk, driving)
     rt.start_on_thread("twins", say("so?"), thread_id=thread_id)
     assert rt.run(thread_id).state == "done"
     found = messages(rt, "twins", thread_id)

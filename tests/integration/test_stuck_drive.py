@@ -13,6 +13,7 @@ import psycopg
 import pytest
 
 from tests.conftest import wait_until
+from tests.support.background import Background
 from tests.support.inside import parts
 from tests.support.notes import bench_storage
 from waystone import AgentSpec, LeaseLost, Runtime, Settings
@@ -80,16 +81,7 @@ def test_a_stuck_drive_lets_its_lease_lapse_and_is_fenced_out(
         stuck_rt.register(spec)
         other_rt.register(spec)
         thread_id = stuck_rt.start(spec.name, {}).thread_id
-        raised: list[BaseException] = []
-
-        def drive() -> None:
-            try:
-                stuck_rt.run(thread_id)
-            except BaseException as exc:
-                raised.append(exc)
-
-        driving = threading.Thread(target=drive, daemon=True)
-        driving.start()
+        driving = Background(lambda: stuck_rt.run(thread_id), daemon=True)
         try:
             assert blocking.entered.wait(timeout=60), "the tool was never called"
             state, first_token, _ = _lease(sql, thread_id)
@@ -111,8 +103,8 @@ def test_a_stuck_drive_lets_its_lease_lapse_and_is_fenced_out(
             assert _lease(sql, thread_id)[:2] == ("done", first_token + 1)
         finally:
             blocking.release.set()  # the stuck call returns: its next write is refused
-            driving.join(timeout=60)
-    assert len(raised) == 1 and isinstance(raised[0], LeaseLost), raised
+            raised = driving.join(timeout=60)
+    assert isinstance(raised, LeaseLost), raised
     assert _lease(sql, thread_id)[:2] == ("done", first_token + 1)
     takeovers = sql.execute(
         "SELECT count(*) FROM waystone.run_events WHERE thread_id = %s AND kind = 'lease-takeover'",

@@ -15,7 +15,9 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 
 import waystone
+from tests.support.chain import chain
 from tests.support.fanout import find_refund, refund
+from tests.support.rows import effects
 from waystone.config import Settings
 from waystone.effects import http
 from waystone.examples.provider import ProviderProcess
@@ -26,6 +28,13 @@ class Paid(TypedDict, total=False):
     order_id: str
     receipts: Annotated[list[dict[str, Any]], operator.add]
     seen: list[str]
+
+
+def _statuses(database_url: str) -> list[str]:
+    """The status of each effect of the thread of the node that asks, by key."""
+    thread_id = get_config()["configurable"]["thread_id"]
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        return [status for (status,) in effects(conn, thread_id, "status", order="key")]
 
 
 def test_a_subgraphs_effects_are_recorded_applied_before_the_subgraph_ends(
@@ -42,13 +51,7 @@ def test_a_subgraphs_effects_are_recorded_applied_before_the_subgraph_ends(
         return {"receipts": [refund(order_id=part["order_id"], amount="2.00")]}
 
     def look(state: Paid) -> dict[str, Any]:
-        thread_id = get_config()["configurable"]["thread_id"]
-        with psycopg.connect(database_url, autocommit=True) as conn:
-            rows = conn.execute(
-                "SELECT status FROM waystone.effects WHERE thread_id = %s ORDER BY key",
-                (thread_id,),
-            ).fetchall()
-        return {"seen": [status for (status,) in rows]}
+        return {"seen": _statuses(database_url)}
 
     outer = _in_a_subgraph(first, branch, look)
 
@@ -118,14 +121,9 @@ def test_a_branchs_receipt_is_committed_before_the_step_after_it_starts(
         return {"receipts": [receipt]}
 
     def look(state: Paid) -> dict[str, Any]:
-        thread_id = get_config()["configurable"]["thread_id"]
-        with psycopg.connect(database_url, autocommit=True) as conn:
-            rows = conn.execute(
-                "SELECT status FROM waystone.effects WHERE thread_id = %s ORDER BY key",
-                (thread_id,),
-            ).fetchall()
+        seen = _statuses(database_url)
         looked.set()
-        return {"seen": [status for (status,) in rows]}
+        return {"seen": seen}
 
     outer = _in_a_subgraph(first, branch, look)
 
@@ -161,8 +159,4 @@ def _in_a_subgraph(first: Any, branch: Any, look: Any) -> StateGraph[Paid]:
     )
     inner.add_edge("branch", "look")
     inner.add_edge("look", END)
-    outer: StateGraph[Paid] = StateGraph(Paid)
-    outer.add_node("pay", inner.compile())
-    outer.add_edge(START, "pay")
-    outer.add_edge("pay", END)
-    return outer
+    return chain(Paid, ("pay", inner.compile()))

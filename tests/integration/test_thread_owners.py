@@ -4,25 +4,20 @@ as if it did not exist. Deleting and updating a thread's state keep the run's ev
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 import pytest
 
+from tests.support.chat import say
 from tests.support.graphs import assist_graph
-from waystone import Runtime, Settings
+from waystone import Runtime
 from waystone.errors import TransitionNotAllowed, UnknownThread
 
 
 @pytest.fixture
-def rt(database_url: str) -> Iterator[Runtime]:
-    with Runtime(Settings(database_url=database_url), graphs={"assist": assist_graph}) as made:
-        yield made
-
-
-def say(text: str) -> dict[str, Any]:
-    return {"messages": [{"role": "user", "content": text}]}
+def rt_graphs() -> dict[str, Any]:
+    return {"assist": assist_graph}
 
 
 def test_another_owner_finds_nothing(rt: Runtime) -> None:

@@ -10,16 +10,13 @@ from typing import Any
 import psycopg
 import pytest
 
+from tests.support.chat import say
 from tests.support.graphs import assist_graph
 from waystone import Runtime
 from waystone.config import Settings
 from waystone.errors import TransitionNotAllowed
 
 URL = "http://127.0.0.1:9/hook?token=ana@example.com"
-
-
-def say(text: str) -> dict[str, Any]:
-    return {"messages": [{"role": "user", "content": text}]}
 
 
 def test_webhooks_become_due_when_their_run_stops(

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypedDict
 
 import httpx
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 
 import waystone
+from tests.support.chain import chain
 
 ARRIVED: set[str] = set()
 ALL_IN: dict[str, asyncio.Event] = {}
@@ -25,10 +27,8 @@ class Gathered(TypedDict, total=False):
     receipt: dict[str, Any]
 
 
-def gather_graph() -> StateGraph[Any]:
-    url = os.environ["WAYSTONE_PAYMENTS_URL"]
-    runs = int(os.environ["GATHER_RUNS"])
-    where = Path(os.environ["GATHER_DIR"])
+def async_note_effect(url: str) -> Callable[..., Awaitable[dict[str, Any]]]:
+    """A notification at the provider on ``url`` as an async effect, found again by its key."""
 
     async def find(key: str) -> dict[str, Any] | None:
         async with httpx.AsyncClient(timeout=10) as client:
@@ -37,14 +37,24 @@ def gather_graph() -> StateGraph[Any]:
         return found[0] if found else None
 
     @waystone.effect(lookup=find, timeout_s=10)
-    async def notify(to: str, *, key: str) -> dict[str, Any]:
+    async def notify(to: str, body: str, *, key: str) -> dict[str, Any]:
         async with httpx.AsyncClient(timeout=10) as client:
             answer = await client.post(
-                f"{url}/notifications", json={"to": to, "body": "met", "client_ref": key}
+                f"{url}/notifications", json={"to": to, "body": body, "client_ref": key}
             )
         answer.raise_for_status()
         sent: dict[str, Any] = answer.json()
         return sent
+
+    return notify
+
+
+def gather_graph() -> StateGraph[Any]:
+    url = os.environ["WAYSTONE_PAYMENTS_URL"]
+    runs = int(os.environ["GATHER_RUNS"])
+    where = Path(os.environ["GATHER_DIR"])
+
+    notify = async_note_effect(url)
 
     async def meet(state: Gathered) -> dict[str, Any]:
         everyone = ALL_IN.setdefault("batch", asyncio.Event())
@@ -58,12 +68,6 @@ def gather_graph() -> StateGraph[Any]:
         return {}
 
     async def tell(state: Gathered) -> dict[str, Any]:
-        return {"receipt": await notify(to=f"{state['name']}@example.com")}
+        return {"receipt": await notify(to=f"{state['name']}@example.com", body="met")}
 
-    builder: StateGraph[Any] = StateGraph(Gathered)
-    builder.add_node("meet", meet)
-    builder.add_node("tell", tell)
-    builder.add_edge(START, "meet")
-    builder.add_edge("meet", "tell")
-    builder.add_edge("tell", END)
-    return builder
+    return chain(Gathered, ("meet", meet), ("tell", tell))

@@ -34,6 +34,11 @@ class ConversationModel(FakeMessagesListChatModel):
         del tools, kwargs
         return self
 
+    def answer(self, messages: list[BaseMessage]) -> BaseMessage:
+        """``responses[n]`` after ``n`` tool messages; a subclass answers its own way."""
+        errors = sum(isinstance(m, ToolMessage) for m in messages)
+        return self.responses[min(errors, len(self.responses) - 1)]
+
     def _generate(
         self,
         messages: list[BaseMessage],
@@ -42,9 +47,7 @@ class ConversationModel(FakeMessagesListChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         self.seen.append(list(messages))
-        errors = sum(isinstance(m, ToolMessage) for m in messages)
-        answer = self.responses[min(errors, len(self.responses) - 1)]
-        return ChatResult(generations=[ChatGeneration(message=answer)])
+        return ChatResult(generations=[ChatGeneration(message=self.answer(messages))])
 
 
 def call(tool: str, args: dict[str, Any]) -> AIMessage:

@@ -17,14 +17,13 @@ import os
 from collections.abc import Callable
 from typing import Annotated, Any, TypedDict
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import InjectedToolArg, tool
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 from langgraph.types import interrupt
 
 import waystone
+from tests.support.chain import chain
 from tests.support.chat_models import ConversationModel
 from waystone.effects.http import request
 
@@ -58,13 +57,7 @@ class RefundRequestModel(ConversationModel):
     ``notify`` in one turn; once their results are back, answers ``done``. The same
     conversation gets the same answer in any process."""
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def answer(self, messages: list[BaseMessage]) -> BaseMessage:
         if any(isinstance(m, ToolMessage) for m in messages):
             answer = AIMessage(content="done")
         else:
@@ -78,7 +71,7 @@ class RefundRequestModel(ConversationModel):
                     {"name": "notify", "args": {"to": asked["to"]}, "id": "call_notify"},
                 ],
             )
-        return ChatResult(generations=[ChatGeneration(message=answer)])
+        return answer
 
 
 @tool
@@ -148,11 +141,7 @@ def interrupting_graph(notify: Callable[..., dict[str, Any]]) -> StateGraph[Noti
         answer = interrupt({"ask": "was the customer told?"})
         return {"receipts": [receipt], "answer": answer}
 
-    builder: StateGraph[Notified] = StateGraph(Notified)
-    builder.add_node("announce", announce)
-    builder.add_edge(START, "announce")
-    builder.add_edge("announce", END)
-    return builder
+    return chain(Notified, ("announce", announce))
 
 
 def note_effect(url: str) -> Callable[..., dict[str, Any]]:

@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage
-from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph import MessagesState, StateGraph
 from langgraph.types import interrupt
 
 import waystone
+from tests.support.chain import chain
 
 GRAPH = "gated=tests.support.gated:gated_graph"  # WAYSTONE_GRAPHS for a test's processes
 GATE_LIMIT_S = 120.0  # a gate never opened lets its run go on after this long
@@ -52,10 +53,4 @@ def _work(state: MessagesState) -> dict[str, list[AnyMessage]]:
 
 
 def gated_graph() -> StateGraph[Any]:
-    builder: StateGraph[Any] = StateGraph(MessagesState)
-    builder.add_node("note", _note)
-    builder.add_node("work", _work)
-    builder.add_edge(START, "note")
-    builder.add_edge("note", "work")
-    builder.add_edge("work", END)
-    return builder
+    return chain(MessagesState, ("note", _note), ("work", _work))

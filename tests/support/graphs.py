@@ -10,6 +10,8 @@ from langchain_core.messages import AIMessage, AnyMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import interrupt
 
+from tests.support.chain import chain
+
 
 class Ticket(TypedDict, total=False):
     question: str
@@ -28,13 +30,7 @@ def _ask(state: Ticket) -> dict[str, Any]:
 
 def ask_graph() -> StateGraph[Any]:
     """draft -> ask (an interrupt() a person answers) -> end."""
-    builder: StateGraph[Any] = StateGraph(Ticket)
-    builder.add_node("draft", _draft)
-    builder.add_node("ask", _ask)
-    builder.add_edge(START, "draft")
-    builder.add_edge("draft", "ask")
-    builder.add_edge("ask", END)
-    return builder
+    return chain(Ticket, ("draft", _draft), ("ask", _ask))
 
 
 def _two(state: Ticket) -> dict[str, Any]:
@@ -45,11 +41,7 @@ def _two(state: Ticket) -> dict[str, Any]:
 
 def two_questions_graph() -> StateGraph[Any]:
     """One node asking two questions in turn."""
-    builder: StateGraph[Any] = StateGraph(Ticket)
-    builder.add_node("two", _two)
-    builder.add_edge(START, "two")
-    builder.add_edge("two", END)
-    return builder
+    return chain(Ticket, ("two", _two))
 
 
 def _reply(state: MessagesState) -> dict[str, list[AnyMessage]]:
@@ -59,11 +51,7 @@ def _reply(state: MessagesState) -> dict[str, list[AnyMessage]]:
 
 def chat_graph() -> StateGraph[Any]:
     """A MessagesState chat: each run adds the user's message and one reply."""
-    builder: StateGraph[Any] = StateGraph(MessagesState)
-    builder.add_node("reply", _reply)
-    builder.add_edge(START, "reply")
-    builder.add_edge("reply", END)
-    return builder
+    return chain(MessagesState, ("reply", _reply))
 
 
 def _left(state: Ticket) -> dict[str, Any]:
@@ -96,17 +84,14 @@ def _assist(state: MessagesState) -> dict[str, list[AnyMessage]]:
 
 def assist_graph() -> StateGraph[Any]:
     """A MessagesState chat that hands a question to a person (an interrupt())."""
-    builder: StateGraph[Any] = StateGraph(MessagesState)
-    builder.add_node("assist", _assist)
-    builder.add_edge(START, "assist")
-    builder.add_edge("assist", END)
-    return builder
+    return chain(MessagesState, ("assist", _assist))
 
 
 GRAPHS = (
     "ask=tests.support.graphs:ask_graph,chat=tests.support.graphs:chat_graph,"
     "fan=tests.support.graphs:fan_graph"
 )  # WAYSTONE_GRAPHS for a test's processes
+ASSIST = "assist=tests.support.graphs:assist_graph"  # the same, for the assistant alone
 
 
 def functional_workflow() -> Any:
@@ -134,11 +119,7 @@ def _look_alikes(state: Ticket) -> dict[str, Any]:
 
 def look_alike_graph() -> StateGraph[Any]:
     """interrupt() values that look like Waystone's own waits but are the graph's."""
-    builder: StateGraph[Any] = StateGraph(Ticket)
-    builder.add_node("ask", _look_alikes)
-    builder.add_edge(START, "ask")
-    builder.add_edge("ask", END)
-    return builder
+    return chain(Ticket, ("ask", _look_alikes))
 
 
 def breakpoint_graph() -> Any:
@@ -175,8 +156,4 @@ def refund_graph() -> StateGraph[Any]:
         order_id: str
         receipt: dict[str, Any]
 
-    builder: StateGraph[Any] = StateGraph(Order)
-    builder.add_node("pay", pay)
-    builder.add_edge(START, "pay")
-    builder.add_edge("pay", END)
-    return builder
+    return chain(Order, ("pay", pay))

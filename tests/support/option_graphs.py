@@ -7,8 +7,10 @@ import operator
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 from langgraph.runtime import Runtime
+
+from tests.support.chain import chain
 
 
 class Log(TypedDict, total=False):
@@ -27,10 +29,4 @@ def _second(state: Log, runtime: Runtime[Any]) -> dict[str, Any]:
 
 
 def two_steps() -> StateGraph[Any]:
-    builder: StateGraph[Any] = StateGraph(Log)
-    builder.add_node("first", _first)
-    builder.add_node("second", _second)
-    builder.add_edge(START, "first")
-    builder.add_edge("first", "second")
-    builder.add_edge("second", END)
-    return builder
+    return chain(Log, ("first", _first), ("second", _second))

@@ -19,9 +19,7 @@ import warnings
 from typing import Annotated, Any
 
 import httpx
-from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import BaseTool, InjectedToolArg, tool
 from langgraph.prebuilt import ToolNode
 from langgraph.types import interrupt
@@ -46,13 +44,7 @@ class TripModel(ConversationModel):
     """Looks the order up, then books it, then answers ``done``: by the number of tool
     results in the conversation, so any process asked the same answers the same."""
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def answer(self, messages: list[BaseMessage]) -> BaseMessage:
         results = sum(isinstance(m, ToolMessage) for m in messages)
         calls = [
             {"name": "quote", "args": {"order_id": ORDER["order_id"]}, "id": "call_quote"},
@@ -62,7 +54,7 @@ class TripModel(ConversationModel):
             answer = AIMessage(content="", tool_calls=[calls[results]])
         else:
             answer = AIMessage(content="done")
-        return ChatResult(generations=[ChatGeneration(message=answer)])
+        return answer
 
 
 @tool

@@ -51,3 +51,11 @@ def row_counts(conn: psycopg.Connection[Any]) -> dict[str, int]:
         row = conn.execute(pgsql.SQL("SELECT count(*) FROM {}").format(pgsql.SQL(table)))
         counts[table] = row.fetchone()[0]  # type: ignore[index]
     return counts
+
+
+def assert_sealed(conn: psycopg.Connection[Any], kinds: str, needles: list[str]) -> None:
+    """Every type the query ``kinds`` finds is sealed, and no column holds a needle in
+    plain form."""
+    found = conn.execute(kinds).fetchall()
+    assert found and all(k[0].startswith("sealed+") for k in found), found
+    assert scan(conn, needles) == []

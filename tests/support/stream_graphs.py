@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage
-from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph import MessagesState, StateGraph
+
+from tests.support.chain import chain
 
 
 def _first(state: MessagesState) -> dict[str, list[AnyMessage]]:
@@ -18,14 +20,5 @@ def _inner(state: MessagesState) -> dict[str, list[AnyMessage]]:
 
 def nested_graph() -> StateGraph[Any]:
     """``first``, then ``child``: a subgraph of one node, ``inner``."""
-    child: StateGraph[Any] = StateGraph(MessagesState)
-    child.add_node("inner", _inner)
-    child.add_edge(START, "inner")
-    child.add_edge("inner", END)
-    builder: StateGraph[Any] = StateGraph(MessagesState)
-    builder.add_node("first", _first)
-    builder.add_node("child", child.compile())
-    builder.add_edge(START, "first")
-    builder.add_edge("first", "child")
-    builder.add_edge("child", END)
-    return builder
+    child = chain(MessagesState, ("inner", _inner))
+    return chain(MessagesState, ("first", _first), ("child", child.compile()))
