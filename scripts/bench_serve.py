@@ -177,6 +177,9 @@ def waystone(project: Path, config: Path, concurrency: int, clients: int, deadli
         "PYTHONPATH": str(ROOT),
     }
     try:
+        # a new home's database has no schema, and the servers apply none themselves
+        migrate = [sys.executable, "-m", "waystone", "migrate"]
+        subprocess.run(migrate, env=env, cwd=project, check=True, capture_output=True)
         with processes() as procs:
             worker = ["worker", "--async", "--concurrency", str(concurrency)]
             for args in (worker, ["api", "--port", "0", "--json"]):
