@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING, Any
 from waystone._runs.run_config import graph_config
 from waystone._runtime.driver import RUN_KEY, flush
 from waystone._runtime.multitask import stopped_as, stopped_in_words
-from waystone.effects._receipts import receipt_id
 from waystone.errors import PermanentError
 
 if TYPE_CHECKING:
@@ -164,6 +163,7 @@ def answer_text(call: Unanswered, how: str, effect: Effect | None) -> str:
     if effect.status in ("applied", "confirmed"):
         # here, not at load: the drives import this module, and `status` and `list`
         # start without langchain-core
+        from waystone.effects._receipts import receipt_id
         from waystone.effects._tool_calls import kept_content
 
         content = kept_content(effect.receipt)
