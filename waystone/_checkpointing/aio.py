@@ -50,7 +50,13 @@ from waystone._checkpointing.at_rest import reveal, reveal_history
 from waystone._checkpointing.delta import arun, delta_history
 from waystone._checkpointing.held import Answer, Batch
 from waystone._checkpointing.saver import WaystoneSaver
-from waystone._db.database import FENCE_SQL, Connecting, Database, reraise
+from waystone._db.database import (
+    FENCE_SQL,
+    Connecting,
+    Database,
+    connection_kwargs,
+    reraise,
+)
 from waystone._privacy.seal import Sealer
 from waystone.config import Settings
 from waystone.errors import BadInput, LeaseLost
@@ -374,11 +380,7 @@ async def open_async_pool(settings: Settings, url: str) -> AsyncConnectionPool[A
         url,
         min_size=settings.pool_min_size,
         max_size=settings.pool_max_size,
-        kwargs={
-            "autocommit": True,
-            "row_factory": dict_row,
-            "prepare_threshold": settings.prepare_threshold,
-        },
+        kwargs=connection_kwargs(settings),
         open=False,
         name="waystone-async",
     )

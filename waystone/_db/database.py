@@ -125,6 +125,16 @@ class Connecting:
 Pool = ConnectionPool[Conn] | OneConnection | Connecting | DictRows
 
 
+def connection_kwargs(settings: Settings) -> dict[str, Any]:
+    """How every Waystone connection is made, sync or async: autocommit, dict rows (as
+    LangGraph's saver reads them), the settings' ``prepare_threshold``."""
+    return {
+        "autocommit": True,
+        "row_factory": dict_row,
+        "prepare_threshold": settings.prepare_threshold,
+    }
+
+
 @dataclass
 class Database:
     """A psycopg pool plus named-query helpers. Connections are autocommit, dict rows."""
@@ -164,11 +174,7 @@ class Database:
             url,
             min_size=settings.pool_min_size,
             max_size=settings.pool_max_size,
-            kwargs={
-                "autocommit": True,
-                "row_factory": dict_row,
-                "prepare_threshold": settings.prepare_threshold,
-            },
+            kwargs=connection_kwargs(settings),
             open=False,
             name="waystone",
             check=check_if_suspect,  # a restarted server leaves dead ones
