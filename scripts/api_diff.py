@@ -353,6 +353,9 @@ def main() -> int:
                 "PYTHONPATH": str(ROOT),
                 "API_DIFF_GATES": str(project / "gates-ours"),
             }
+            # a new home's database has no schema, and the servers apply none themselves
+            migrate = [sys.executable, "-m", "waystone", "migrate"]
+            subprocess.run(migrate, env=env, cwd=project, check=True, capture_output=True)
             procs.append(
                 subprocess.Popen(
                     [sys.executable, "-m", "waystone", "worker"],
