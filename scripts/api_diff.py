@@ -7,7 +7,11 @@ on the same graph; prints what each answered and every difference.
 The script drives a chat graph that hands a question to a person (``interrupt()``)
 through the official client: a thread, a message, a question and its interrupt, the
 answer by ``command``, another message, the state, the history and the runs; then a run
-made while another is held at a gate (a file), with each ``multitask_strategy``. What is
+made while another is held at a gate (a file), with each ``multitask_strategy``; then
+what LangGraph's own clients send: each stream mode alone on a graph whose model streams
+tokens and writes a custom event, a regenerate (a run from an earlier ``checkpoint_id``),
+assistants made by a user and their versions, the store, and JSON bodies sent as
+``text/plain``. What is
 compared is what a client can rely on: the keys of each answer, the statuses, the
 messages (type and content), the interrupts' values and the shape of the history; ids
 and times differ by nature. Waystone runs on an embedded Postgres with one worker.
@@ -37,7 +41,10 @@ GRAPH = """
 import os
 import time
 
-from langchain_core.messages import AIMessage
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import interrupt
 
@@ -100,6 +107,42 @@ parent.add_edge(START, "first")
 parent.add_edge("first", "child")
 parent.add_edge("child", END)
 nested = parent.compile()
+
+
+class Echo(BaseChatModel):
+    # a fake model: says the last message back in three tokens
+    @property
+    def _llm_type(self) -> str:
+        return "echo"
+
+    def _words(self, messages):
+        return ["echo ", f"{messages[-1].content} ", "done"]
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        text = "".join(self._words(messages))
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
+
+    def _stream(self, messages, stop=None, run_manager=None, **kwargs):
+        for word in self._words(messages):
+            chunk = ChatGenerationChunk(message=AIMessageChunk(content=word))
+            if run_manager is not None:
+                run_manager.on_llm_new_token(word, chunk=chunk)
+            yield chunk
+
+
+MODEL = Echo()
+
+
+def talk(state: MessagesState) -> dict:
+    get_stream_writer()({"progress": "thinking"})
+    return {"messages": [MODEL.invoke(state["messages"])]}
+
+
+talker = StateGraph(MessagesState)
+talker.add_node("talk", talk)
+talker.add_edge(START, "talk")
+talker.add_edge("talk", END)
+chat = talker.compile()
 """
 
 
@@ -239,7 +282,150 @@ def script(url: str, api_key: str | None, gates: Path) -> list[tuple[str, Any]]:
             seen.append((f"{what}: messages", said))
         seen += double_texting(lg, gates)
         seen += streams(lg)
+        seen += every_mode(lg)
+        seen += regenerate(lg)
+        seen += assistants(lg)
+        seen += store(lg)
+    seen += plain_bodies(url, api_key)
     return seen
+
+
+MODES = (
+    "values",
+    "updates",
+    "messages-tuple",
+    "messages",
+    "custom",
+    "events",
+    "debug",
+    "checkpoints",
+    "tasks",
+    "tools",
+)
+
+
+def every_mode(lg: Any) -> list[tuple[str, Any]]:
+    """Each stream mode alone, on a graph whose model streams tokens and whose node writes
+    a custom event: what each event is (see :func:`_shape`)."""
+    seen: list[tuple[str, Any]] = []
+    for mode in MODES:
+        t = lg.threads.create()["thread_id"]
+        try:
+            parts = list(lg.runs.stream(t, "chat", input=_say("hi"), stream_mode=mode))
+            seen.append((f"mode {mode}", [_shape(p) for p in parts[1:]]))
+        except httpx.HTTPStatusError as exc:
+            seen.append((f"mode {mode}", exc.response.status_code))
+    return seen
+
+
+def _shape(part: Any) -> Any:
+    """What a client can rely on in an event of any mode."""
+    event, data = part.event, part.data
+    if event == "messages":  # messages-tuple: a chunk and its metadata
+        return [event, data[0]["type"], data[0]["content"], data[1].get("langgraph_node")]
+    if event.startswith("messages/"):
+        if event == "messages/metadata":
+            return [event, sorted(next(iter(data.values()))["metadata"])[:3]]
+        return [event, [(m["type"], m["content"]) for m in data]]
+    if event == "events":
+        return [event, data["event"], data.get("name")]
+    if event in ("values", "custom"):
+        return [event, _messages(data) if event == "values" else data]
+    if event == "updates":
+        return [event, sorted(data)]
+    if event in ("checkpoints", "tasks", "tools"):
+        return [event, sorted(data), data.get("name")]
+    if event == "debug":
+        return [event, data["type"]]
+    return [event]
+
+
+def regenerate(lg: Any) -> list[tuple[str, Any]]:
+    """A run from an earlier checkpoint (``checkpoint_id``), as a chat UI regenerates an
+    answer: the state goes on from there, the old answer replaced."""
+    t = lg.threads.create()["thread_id"]
+    lg.runs.wait(t, "chat", input=_say("hi"))
+    history = lg.threads.get_history(t, limit=100)
+    before = [h for h in history if h["next"] == ["talk"]][0]
+    try:
+        again = lg.runs.wait(t, "chat", input=None, checkpoint_id=before["checkpoint_id"])
+    except httpx.HTTPStatusError as exc:
+        return [("regenerate", exc.response.status_code)]
+    after = lg.threads.get_history(t, limit=100)
+    return [
+        ("regenerate: messages", _messages(again)),
+        ("regenerate: history", [len(_texts(h["values"])) for h in after]),
+    ]
+
+
+def assistants(lg: Any) -> list[tuple[str, Any]]:
+    """Assistants made by a user, their versions; the graphs' own, found as Studio finds
+    them (``metadata.created_by: system``)."""
+    seen: list[tuple[str, Any]] = []
+    system = lg.assistants.search(metadata={"created_by": "system"}, limit=100)
+    seen.append(("system assistants", sorted(a["graph_id"] for a in system)))
+    try:
+        made = lg.assistants.create(
+            "chat", config={"configurable": {"tone": "dry"}}, metadata={"team": "a"}, name="mine"
+        )
+    except httpx.HTTPStatusError as exc:
+        return [*seen, ("assistant create", exc.response.status_code)]
+    seen.append(("assistant keys", sorted(made)))
+    seen.append(("assistant version", made["version"]))
+    changed = lg.assistants.update(made["assistant_id"], metadata={"team": "b"})
+    seen.append(("assistant updated", (changed["version"], changed["metadata"])))
+    versions = lg.assistants.get_versions(made["assistant_id"])
+    seen.append(("assistant versions", sorted(v["version"] for v in versions)))
+    latest = lg.assistants.set_latest(made["assistant_id"], 1)
+    seen.append(("assistant latest", (latest["version"], latest["metadata"])))
+    found = lg.assistants.search(metadata={"team": "a"})
+    seen.append(("assistant search", [a["name"] for a in found]))
+    t = lg.threads.create()["thread_id"]
+    done = lg.runs.wait(t, made["assistant_id"], input=_say("hi"))
+    seen.append(("assistant run", _messages(done)))
+    subgraphs = lg.assistants.get_subgraphs("nested")
+    seen.append(("assistant subgraphs", sorted(subgraphs)))
+    lg.assistants.delete(made["assistant_id"])
+    try:
+        lg.assistants.get(made["assistant_id"])
+        seen.append(("assistant deleted", 200))
+    except httpx.HTTPStatusError as exc:
+        seen.append(("assistant deleted", exc.response.status_code))
+    return seen
+
+
+def store(lg: Any) -> list[tuple[str, Any]]:
+    """The store's calls, as a client makes them."""
+    seen: list[tuple[str, Any]] = []
+    try:
+        lg.store.put_item(["users", "u1"], "k", {"v": 1})
+    except httpx.HTTPStatusError as exc:
+        return [("store put", exc.response.status_code)]
+    item = lg.store.get_item(["users", "u1"], "k")
+    seen.append(("store item", (sorted(item), item["value"], item["namespace"])))
+    found = lg.store.search_items(["users"])
+    seen.append(("store search", [(sorted(i), i["key"]) for i in found["items"]]))
+    spaces = lg.store.list_namespaces(prefix=["users"])
+    seen.append(("store namespaces", spaces))
+    lg.store.delete_item(["users", "u1"], "k")
+    try:
+        seen.append(("store deleted", lg.store.get_item(["users", "u1"], "k")))
+    except httpx.HTTPStatusError as exc:
+        seen.append(("store deleted", exc.response.status_code))
+    return seen
+
+
+def plain_bodies(url: str, api_key: str | None) -> list[tuple[str, Any]]:
+    """JSON sent as ``text/plain``, as LangGraph Studio sends it."""
+    headers = {"content-type": "text/plain;charset=UTF-8"}
+    if api_key:
+        headers["x-api-key"] = api_key
+    made = httpx.post(f"{url}/threads", content=json.dumps({"metadata": {"a": 1}}), headers=headers)
+    found = httpx.post(f"{url}/assistants/search", content="{}", headers=headers)
+    return [
+        ("text/plain thread", (made.status_code, sorted(made.json()) if made.is_success else None)),
+        ("text/plain search", (found.status_code, len(found.json()) if found.is_success else None)),
+    ]
 
 
 def streams(lg: Any) -> list[tuple[str, Any]]:
@@ -318,6 +504,7 @@ def main() -> int:
                         "assist": "./agent.py:graph",
                         "gated": "./agent.py:gated",
                         "nested": "./agent.py:nested",
+                        "chat": "./agent.py:chat",
                     },
                 }
             )
