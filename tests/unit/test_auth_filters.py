@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from waystone.web.auth_filters import BadFilter, matches, thread_action
+from waystone.web.auth_filters import BadFilter, assistant_action, matches, thread_action
 
 META = {"owner": "ana", "tags": ["a", "b"], "n": 1}
 
@@ -69,3 +69,18 @@ def test_a_filter_that_means_nothing_is_refused(filters: dict[str, object]) -> N
 )
 def test_each_request_on_a_thread_is_an_action(method: str, rest: str, action: str) -> None:
     assert thread_action(method, rest) == action
+
+
+@pytest.mark.parametrize(
+    ("method", "rest", "action"),
+    [
+        ("GET", "", "read"),
+        ("GET", "/schemas", "read"),
+        ("POST", "/versions", "read"),
+        ("PATCH", "", "update"),
+        ("POST", "/latest", "update"),
+        ("DELETE", "", "delete"),
+    ],
+)
+def test_each_request_on_an_assistant_is_an_action(method: str, rest: str, action: str) -> None:
+    assert assistant_action(method, rest) == action

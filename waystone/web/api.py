@@ -32,7 +32,7 @@ from waystone._webhooks.policy import Policy
 from waystone.errors import UnknownRun, UnknownThread
 from waystone.web import follow, run_options, shapes, stream
 from waystone.web.auth import CustomAuth, authorize, passes
-from waystone.web.auth_filters import thread_action
+from waystone.web.auth_filters import assistant_action, thread_action
 from waystone.web.bodies import (
     AssistantSearch,
     History,
@@ -171,22 +171,21 @@ class Api:
         request.state.caller = await auth.authenticate(request)
         request.state.auth, request.state.owner = auth, None
         _check_path(request)
-        p = request.path_params
-        if "assistant_id" in p:
-            graph_id = self.graph_id(p["assistant_id"])
-            filters = await authorize(
-                request, "assistants", "read", {"assistant_id": p["assistant_id"]}
-            )
-            if not passes(self.assistant_metadata(graph_id), filters):
-                raise HttpError(404, f"assistant {p['assistant_id']!r} not found")
+        p, path = request.path_params, route_path(request.scope)
+        assistant = p.get("assistant_id")
+        if assistant is not None:
+            action = assistant_action(request.method, path.removeprefix(f"/assistants/{assistant}"))
+            filters = await authorize(request, "assistants", action, {"assistant_id": assistant})
+            metadata = await run_in_threadpool(self.assistant_metadata, assistant)
+            if metadata is not None and not passes(metadata, filters):
+                raise HttpError(404, f"assistant {assistant!r} not found")
         thread_id = p.get("thread_id")
         if thread_id is None:
             return
-        rest = route_path(request.scope).removeprefix(f"/threads/{thread_id}")
-        action = thread_action(request.method, rest)
-        if action is not None:
+        asked = thread_action(request.method, path.removeprefix(f"/threads/{thread_id}"))
+        if asked is not None:
             value = {"thread_id": thread_id, **({"run_id": p["run_id"]} if "run_id" in p else {})}
-            await self.check_thread(thread_id, await authorize(request, "threads", action, value))
+            await self.check_thread(thread_id, await authorize(request, "threads", asked, value))
 
     async def check_thread(self, thread_id: str, filters: dict[str, Any] | None) -> None:
         """404 when the thread exists and its metadata does not pass ``filters`` (one
@@ -201,8 +200,13 @@ class Api:
         if not passes(found.metadata, wanted):
             raise UnknownThread(thread_id)
 
-    def assistant_metadata(self, graph_id: str) -> dict[str, Any]:
-        """The metadata of the assistant, which an auth filter is held to."""
+    def assistant_metadata(self, assistant: str) -> dict[str, Any] | None:
+        """The metadata of the assistant an id (or a graph's name) names, which an auth
+        filter is held to; ``None`` when there is none (its route answers 404)."""
+        try:
+            graph_id = self.graph_id(assistant)
+        except HttpError:
+            return None
         metadata: dict[str, Any] = shapes.assistant(graph_id, self.since)["metadata"]
         return metadata
 

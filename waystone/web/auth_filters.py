@@ -2,7 +2,7 @@
 metadata passes the filter a handler returned (the reference's matching: a plain value
 or ``$eq`` is equality on a key, ``$contains`` holds an element or every element of a
 list, ``$or`` / ``$and`` combine filters, two levels deep at most), and which action a
-request on a thread is."""
+request on a thread or an assistant is."""
 
 from __future__ import annotations
 
@@ -78,3 +78,11 @@ def thread_action(method: str, rest: str) -> str | None:
     if method == "POST" and rest in READS_BY_POST:
         return "read"
     return "update"  # the state, a cancel and any other change to the thread
+
+
+def assistant_action(method: str, rest: str) -> str:
+    """The action (``assistants`` resource) of a request ``method`` on
+    ``/assistants/{id}`` + ``rest``, as the reference names it."""
+    if method == "GET" or (method == "POST" and rest == "/versions"):
+        return "read"
+    return "delete" if method == "DELETE" else "update"
