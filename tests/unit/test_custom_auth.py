@@ -16,7 +16,9 @@ from starlette.requests import Request
 from waystone._runtime.options import AuthUser, RunOptions
 from waystone.config import Settings
 from waystone.errors import BadInput
+from waystone.web import run_options
 from waystone.web.auth import CustomAuth, caller, configured
+from waystone.web.bodies import RunCreate
 from waystone.web.replies import HttpError
 
 
@@ -158,3 +160,9 @@ def test_owners_tokens_and_a_custom_auth_do_not_go_together(tmp_path: Path) -> N
     settings = write(tmp_path, {"path": "./auth.py:auth"})
     with pytest.raises(BadInput, match="unset the owners' tokens"):
         configured(Settings(langgraph_json=settings.langgraph_json, api_tokens="bo=t"))
+
+
+def test_a_request_cannot_say_who_called() -> None:
+    spoofed = {"configurable": {"langgraph_auth_user_id": "root"}}
+    with pytest.raises(run_options.Unsupported, match="langgraph_auth_user_id is the server's"):
+        run_options.from_body(RunCreate(assistant_id="agent", config=spoofed))
