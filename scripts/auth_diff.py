@@ -31,6 +31,12 @@ from tests.support.auth_calls import calls  # noqa: E402
 from waystone._db import embedded  # noqa: E402
 
 EXAMPLE = ROOT / "tests" / "support" / "auth_example.py"
+# Where Waystone differs on purpose (docs/api.md, "Custom auth", says so).
+KNOWN = {
+    "bob copies alice's": "404 as for any thread the caller may not see (the reference: 409)",
+    "bob joins alice's run's stream": "refused with 404 before the stream starts (the "
+    "reference: a 200 stream whose one event is the 404 error)",
+}
 
 
 def main() -> int:
@@ -92,11 +98,13 @@ def main() -> int:
             embedded.stop(project / "home")
     differences = 0
     for (what, a), (_, b) in zip_longest(theirs, mine, fillvalue=("", "(not asked)")):
-        differences += a != b
-        print(f"{'  ' if a == b else '≠ '}{what}: {json.dumps(a)}")
+        mark = "  " if a == b else ("~ " if what in KNOWN else "≠ ")
+        differences += mark == "≠ "
+        print(f"{mark}{what}: {json.dumps(a)}")
         if a != b:
-            print(f"    waystone: {json.dumps(b)}")
-    print(f"{differences} differences in {len(theirs)} answers")
+            known = f" ({KNOWN[what]})" if what in KNOWN else ""
+            print(f"    waystone: {json.dumps(b)}{known}")
+    print(f"{differences} differences in {len(theirs)} answers (~: documented)")
     return 1 if differences else 0
 
 

@@ -81,6 +81,12 @@ def _calls(c: dict[str, SyncLangGraphClient]) -> Seen:
     updated = outcome(lambda: alice.threads.update(a, metadata={"n": 1})["metadata"])
     seen.append(("alice updates hers", updated))
     seen.append(("alice's after updates", alice.threads.get(a)["metadata"]))
+    seen.append(("bob copies alice's", outcome(lambda: bob.threads.copy(a))))
+    copied = outcome(lambda: alice.threads.copy(a)["metadata"])
+    seen.append(("alice copies hers: metadata", copied))
+    for if_exists in ("raise", "do_nothing"):
+        taken = outcome(lambda e=if_exists: bob.threads.create(thread_id=a, if_exists=e))
+        seen.append((f"bob takes alice's id ({if_exists})", _status(taken)))
     seen += _runs(c, a, b)
     seen += _assistants_and_crons(c, a)
     seen.append(("bob deletes alice's", outcome(lambda: bob.threads.delete(a))))
@@ -108,6 +114,8 @@ def _runs(c: dict[str, SyncLangGraphClient], a: str, b: str) -> Seen:
     seen.append(("bob lists alice's runs", outcome(lambda: bob.runs.list(a))))
     seen.append(("bob gets alice's run", outcome(lambda: bob.runs.get(a, run["run_id"]))))
     seen.append(("bob joins alice's run", outcome(lambda: bob.runs.join(a, run["run_id"]))))
+    joined = outcome(lambda: list(bob.runs.join_stream(a, run["run_id"])))
+    seen.append(("bob joins alice's run's stream", _status(joined)))
     seen.append(("bob cancels alice's run", outcome(lambda: bob.runs.cancel(a, run["run_id"]))))
     seen.append(("bob reads alice's state", outcome(lambda: bob.threads.get_state(a))))
     seen.append(("bob reads alice's history", outcome(lambda: bob.threads.get_history(a))))
@@ -142,6 +150,11 @@ def _assistants_and_crons(c: dict[str, SyncLangGraphClient], a: str) -> Seen:
         seen.append(("bob deletes alice's cron", outcome(lambda: bob.crons.delete(cron_id))))
         seen.append(("alice deletes her cron", outcome(lambda: alice.crons.delete(cron_id))))
     return seen
+
+
+def _status(answer: Any) -> Any:
+    """A status code as it is, any answer as ``"answered"``."""
+    return answer if isinstance(answer, int) else "answered"
 
 
 def _count(found: Any) -> Any:
