@@ -45,6 +45,7 @@ def create_app(
     from waystone.web.calls import Site
     from waystone.web.gate import Gate
     from waystone.web.guard import Guard
+    from waystone.web.protocol import Protocol
     from waystone.web.replies import HANDLERS
     from waystone.web.security import SessionStore, parse_allowed_hosts
 
@@ -70,6 +71,7 @@ def create_app(
             *api.routes(),
             *crons.routes(api),
             *thread_edits.routes(api, api.changes, api.reads),
+            *Protocol(api).routes(),
             *operator.routes(site),
             *pages.routes(site),
         ],
