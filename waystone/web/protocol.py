@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -29,11 +28,12 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from waystone._json_input import parse_json_input
 from waystone._runs.signals import RESUME
-from waystone.errors import BadInput, UnknownThread
-from waystone.web import follow, protocol_events, shapes, stream
+from waystone.errors import BadInput
+from waystone.web import protocol_events, shapes
 from waystone.web.bodies import RunCreate
-from waystone.web.protocol_events import Filter, Messages
+from waystone.web.protocol_events import Filter
 from waystone.web.replies import HttpError, answer
+from waystone.web.thread_events import ThreadEvents, shown, sse
 
 if TYPE_CHECKING:
     from waystone.runtime import RunStatus
@@ -41,9 +41,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-HEARTBEAT_S = 15.0  # an idle SSE stream says it is alive, as the reference's does
-# what a run's protocol stream is made from, of the modes the run stream has
-WANTED = ("values", "updates", "messages-tuple", "custom", "checkpoints", "tasks")
 ERRORS = {401: "permission_denied", 403: "permission_denied", 404: "no_such_run"}
 
 
@@ -60,6 +57,7 @@ class Protocol:
 
     def __init__(self, api: Api) -> None:
         self.api, self.rt = api, api.rt
+        self.events = ThreadEvents(api.rt, api.follower)
 
     def routes(self) -> list[BaseRoute]:
         events = "/threads/{thread_id}/stream/events"
@@ -180,14 +178,11 @@ class Protocol:
         status = await run_in_threadpool(self._status, thread_id)
         if status is None:
             raise ProtocolError("no_such_run", f"thread {thread_id} has no run")
-        node = {"namespace": [], "status": _shown(status)[0], "graph_name": status.agent}
+        node = {"namespace": [], "status": shown(status)[0], "graph_name": status.agent}
         return {"tree": node}
 
     def _status(self, thread_id: str) -> RunStatus | None:
-        try:
-            return self.rt.status(thread_id)
-        except UnknownThread:
-            return None
+        return self.events.status(thread_id)
 
     def _waiting(self, thread_id: str) -> bool:
         status = self._status(thread_id)
@@ -210,69 +205,8 @@ class Protocol:
         since = body.get("since")
         since = since if isinstance(since, int) and not isinstance(since, bool) else None
         wanted = Filter.of(body)
-        events = self.thread_events(request.path_params["thread_id"])
-        return StreamingResponse(_sse(events, wanted, since), media_type="text/event-stream")
-
-    async def thread_events(self, thread_id: str) -> AsyncIterator[dict[str, Any]]:
-        """The thread's events, numbered (``seq``) from 1: its current run's from its start,
-        then each run's and each resume's as they come, for as long as it is read."""
-        seq = 0
-        run_id: str | None = None  # the run streamed last
-        last: str | None = None  # the id of the last event of it streamed
-        waited: frozenset[str] | None = None  # the interrupts it stopped on, if it did
-        async with self.api.follower.follow(thread_id) as changed:
-            while True:
-                await changed.wait()
-                changed.clear()
-                status = await run_in_threadpool(self._status, thread_id)
-                phase = _phase(status, run_id, last, waited)
-                if status is None or phase is None:
-                    continue
-                run_id, answered = status.run_id, waited if phase != "start" else None
-                start = None if phase == "start" else last
-                async for made, reached in self._run_events(status, phase, start, answered):
-                    seq += 1
-                    last = reached
-                    yield {**made, "seq": seq}
-                ended = await run_in_threadpool(self._status, thread_id)
-                waited = None
-                if (
-                    ended is not None
-                    and ended.run_id == run_id
-                    and _shown(ended)[0] == "interrupted"
-                ):
-                    waited = frozenset(i["id"] for i in ended.interrupts)
-
-    async def _run_events(
-        self, status: RunStatus, phase: str, after: str | None, answered: frozenset[str] | None
-    ) -> AsyncIterator[tuple[dict[str, Any], str | None]]:
-        """One phase of a run (its start, or a resume of the interrupts ``answered``) as
-        protocol events, each with the id of the last run stream event it comes from
-        (where the next phase starts)."""
-        run_id, graph = status.run_id or "", status.agent
-        yield protocol_events.lifecycle(run_id, phase, "running", graph), after
-        modes = tuple(m for m in WANTED if m in stream.MODES)
-        messages = Messages()
-        made = follow.events(
-            self.rt, self.api.follower, status, modes, after, set(answered or ()), True
-        )
-        async for line in made:
-            name, data, event_id = _parsed(line)
-            if name == "error" or event_id is None:
-                continue  # the run's end says it; the metadata is the request's
-            for out in protocol_events.translated(messages, event_id, name, data):
-                yield out, event_id
-            after = event_id
-        for out in messages.close(after or run_id):
-            yield out, after
-        ended = await run_in_threadpool(self._status, status.thread_id)
-        shown, error = ("completed", None)
-        if ended is not None and ended.run_id == run_id:
-            shown, error = _shown(ended)
-        if shown == "interrupted" and ended is not None:
-            for interrupt in ended.interrupts:
-                yield protocol_events.input_requested(run_id, interrupt), after
-        yield protocol_events.lifecycle(run_id, phase, shown, graph, error), after
+        events = self.events(request.path_params["thread_id"])
+        return StreamingResponse(sse(events, wanted, since), media_type="text/event-stream")
 
     # -- the WebSocket ---------------------------------------------------------------------
 
@@ -346,7 +280,7 @@ class Protocol:
         self, websocket: WebSocket, thread_id: str, subscriptions: dict[str, Filter]
     ) -> None:
         """Sends each event of the thread once to the socket, if a subscription wants it."""
-        async for made in self.thread_events(thread_id):
+        async for made in self.events(thread_id):
             if any(f.matches(made) for f in list(subscriptions.values())):
                 await websocket.send_text(json.dumps(made, default=str))
 
@@ -357,36 +291,6 @@ class _Headers:
     def __init__(self, websocket: WebSocket, owner: str | None = None) -> None:
         self.headers, self.path_params = websocket.headers, websocket.path_params
         self.state = type("State", (), {"owner": owner})()
-
-
-def _phase(
-    status: RunStatus | None,
-    run_id: str | None,
-    last: str | None,
-    waited: frozenset[str] | None,
-) -> str | None:
-    """Which phase of the thread's current run to stream now: ``start``, or (a resume) the
-    id of the event it goes on after; None: nothing new (no run, queued, or streamed).
-    ``run_id``: the run streamed last, ``waited``: the interrupts it stopped on."""
-    if status is None or status.run_id is None or status.state == "queued":
-        return None
-    if status.run_id != run_id:
-        return "start"
-    pending = frozenset(i["id"] for i in status.interrupts)
-    if waited is not None and (status.state != "waiting" or pending != waited):
-        return last or "resumed"  # it was answered: it goes on
-    return None
-
-
-def _shown(status: RunStatus) -> tuple[str, str | None]:
-    """The protocol's status of a run, and its error."""
-    if status.state == "waiting":
-        return "interrupted", None
-    if status.state == "done":
-        return "completed", None
-    if status.state in ("failed", "needs-human"):
-        return "failed", status.reason
-    return "running", None
 
 
 def _answers(params: dict[str, Any]) -> dict[str, Any]:
@@ -436,47 +340,3 @@ def _malformed(payload: Any) -> dict[str, Any]:
 
 def _error(command_id: int | None, code: str, message: str) -> dict[str, Any]:
     return {"type": "error", "id": command_id, "error": code, "message": message}
-
-
-def _parsed(line: str) -> tuple[str, Any, str | None]:
-    """An SSE event of :func:`follow.events`: its name, data and id."""
-    name, data, event_id = "", [], None
-    for part in line.splitlines():
-        key, _, value = part.partition(": ")
-        if key == "event":
-            name = value
-        elif key == "data":
-            data.append(value)
-        elif key == "id":
-            event_id = value
-    return name, json.loads("\n".join(data)) if data else None, event_id
-
-
-async def _sse(
-    events: AsyncIterator[dict[str, Any]], wanted: Filter, since: int | None
-) -> AsyncIterator[str]:
-    """The events ``wanted`` after ``since`` as SSE, with a heartbeat while idle."""
-    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-
-    async def read() -> None:
-        async for made in events:
-            await queue.put(made)
-
-    reader = asyncio.create_task(read())
-    try:
-        while True:
-            try:
-                made = await asyncio.wait_for(queue.get(), HEARTBEAT_S)
-            except TimeoutError:
-                if reader.done():
-                    reader.result()  # its error, if it failed
-                    return
-                yield ": heartbeat\n\n"
-                continue
-            if (since is not None and made["seq"] <= since) or not wanted.matches(made):
-                continue
-            yield follow.sse_line(made["method"], made, str(made["seq"]))
-    finally:
-        reader.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await reader
