@@ -86,7 +86,7 @@ class Api:
         self.rt = rt
         self.tokens = tokens if isinstance(tokens, Tokens) else Tokens(operator=tokens)
         self.since = datetime.now(UTC)
-        self._creating = (self.create_run, self.wait_run, self.stream_run)
+        self._creating: tuple[Handler, ...] = (self.create_run, self.wait_run, self.stream_run)
         self.webhooks = Policy.of(rt.settings)  # which webhook URLs a run may name
         self.follower = Follower(rt)
 

@@ -58,6 +58,8 @@ class Protocol:
     def __init__(self, api: Api) -> None:
         self.api, self.rt = api, api.rt
         self.events = ThreadEvents(api.rt, api.follower)
+        # run.start makes the thread it names, for the caller's owner, as a run's creation
+        api._creating = (*api._creating, self.command)
 
     def routes(self) -> list[BaseRoute]:
         events = "/threads/{thread_id}/stream/events"
@@ -215,7 +217,9 @@ class Protocol:
         thread_id = websocket.path_params["thread_id"]
         try:
             owner = self.api._caller(_Headers(websocket), change=True)  # type: ignore[arg-type]
-            await self.api._check_owner(_Headers(websocket, owner), self.api.stream_run)  # type: ignore[arg-type]
+            # an owner's socket names a thread of theirs that exists: the events it would
+            # follow are those of whoever makes the thread
+            await self.api._check_owner(_Headers(websocket, owner), self.socket)  # type: ignore[arg-type]
         except Exception as exc:
             status, message, _ = answer(exc)
             await websocket.close(
