@@ -184,8 +184,7 @@ test("threads.getHistory gives the thread's checkpoints, newest first", async ()
   assert.ok(history.length >= 2);
   assert.deepEqual(texts(history[0].values), ["hello", "echo hello from the word model"]);
   assert.deepEqual(history[0].next, []);
-  assert.ok(history[0].checkpoint.checkpoint_id);
-  assert.equal(history[1].parent_checkpoint?.checkpoint_id === undefined, false);
+  assert.equal(history[0].parent_checkpoint.checkpoint_id, history[1].checkpoint.checkpoint_id);
 });
 
 test("a resume (command: {resume}) answers the interrupt the hook showed", async () => {

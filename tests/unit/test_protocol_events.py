@@ -9,6 +9,7 @@ import pytest
 
 from waystone._runs.status import RunStatus
 from waystone.web.api import _queried_modes
+from waystone.web.protocol import _fork
 from waystone.web.protocol_events import Filter, Messages, bad_channels, event, translated
 from waystone.web.replies import HttpError
 from waystone.web.thread_events import _parsed, next_phase
@@ -139,3 +140,12 @@ def test_a_joins_stream_modes_come_repeated_or_as_one_json_array() -> None:
     assert _queried_modes([""]) == []
     with pytest.raises(HttpError):
         _queried_modes(["[values"])
+
+
+def test_a_fork_is_taken_out_of_the_config() -> None:
+    given = {"configurable": {"checkpoint_id": "c1", "user": "u"}, "recursion_limit": 5}
+    assert _fork(given) == ({"recursion_limit": 5, "configurable": {"user": "u"}}, "c1")
+    assert _fork({"configurable": {"checkpoint_id": "c1"}}) == ({}, "c1")
+    assert _fork({"configurable": {"thread_id": "t"}}) == ({}, None)  # the command's thread
+    assert _fork({"recursion_limit": 5}) == ({"recursion_limit": 5}, None)
+    assert _fork(None) == (None, None)

@@ -124,13 +124,13 @@ class Protocol:
         fields: dict[str, Any] = {
             "assistant_id": assistant,
             "if_not_exists": "create",
-            "multitask_strategy": params.get("multitask_strategy") or "enqueue",
+            "multitask_strategy": _strategy(params.get("multitaskStrategy")),
         }
-        config = params.get("config")
-        configurable = config.get("configurable") if isinstance(config, dict) else None
-        fork = configurable.get("checkpoint_id") if isinstance(configurable, dict) else None
+        config, fork = _fork(params.get("config"))
         if fork is not None:  # a fork (regenerate, edit): the run starts at that checkpoint
             fields["checkpoint"] = {"checkpoint_id": fork}
+        if config:
+            fields["config"] = config
         if params.get("metadata") is not None:
             fields["metadata"] = params["metadata"]
         if run_input is not None and await run_in_threadpool(self._waiting, thread_id):
@@ -295,6 +295,25 @@ class _Headers:
     def __init__(self, websocket: WebSocket, owner: str | None = None) -> None:
         self.headers, self.path_params = websocket.headers, websocket.path_params
         self.state = type("State", (), {"owner": owner})()
+
+
+def _fork(config: Any) -> tuple[dict[str, Any] | None, Any]:
+    """A run's ``config`` without what the command's thread says (the SDK sends its
+    ``thread_id`` in ``configurable``) and without the checkpoint it forks from, and that
+    checkpoint's id (the SDK puts ``forkFrom`` in ``configurable.checkpoint_id``)."""
+    if not isinstance(config, dict):
+        return None, None
+    configurable = config.get("configurable")
+    if not isinstance(configurable, dict):
+        return config, None
+    rest = {k: v for k, v in configurable.items() if k not in ("checkpoint_id", "thread_id")}
+    kept = {k: v for k, v in config.items() if k != "configurable"}
+    return {**kept, **({"configurable": rest} if rest else {})}, configurable.get("checkpoint_id")
+
+
+def _strategy(given: Any) -> str:
+    """The SDK's ``multitaskStrategy``; anything else is the reference's default."""
+    return given if given in ("reject", "enqueue", "interrupt", "rollback") else "enqueue"
 
 
 def _answers(params: dict[str, Any]) -> dict[str, Any]:
