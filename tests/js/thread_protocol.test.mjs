@@ -16,6 +16,9 @@ const client = new Client({ apiUrl: URL_, apiKey: KEY });
 
 const say = (text) => ({ messages: [{ type: "human", content: text }] });
 const texts = (snapshot) => snapshot.messages.map((m) => m.text);
+// a message's text, its content a string or (the reference's streamed messages) blocks
+const plain = (content) =>
+  typeof content === "string" ? content : content.map((b) => b.text ?? "").join("");
 
 /** A controller as useStream makes one, its every root snapshot kept. */
 function controlled(options = {}) {
@@ -126,6 +129,27 @@ test("the answer grows token by token before its step ends", async () => {
       (t) => typeof t === "string" && t.startsWith("word0") && t.length < answer.length,
     );
     assert.ok(partial.length >= 10, `the answer showed in part ${partial.length} times`);
+  } finally {
+    await controller.dispose();
+  }
+});
+
+test("a regenerate (run.start forking from a checkpoint) answers again from there", async () => {
+  const { controller, now } = controlled();
+  try {
+    await controller.submit(say("hello"));
+    await until(() => texts(now()).length === 2 && !now().isLoading, "the answer");
+    const history = await client.threads.getHistory(now().threadId, { limit: 10 });
+    const before = history.find((s) => s.next.includes("model"));
+    await controller.submit(null, { forkFrom: before.checkpoint.checkpoint_id });
+    await until(() => !now().isLoading, "the second answer");
+    const [head] = await client.threads.getHistory(now().threadId, { limit: 1 });
+    assert.notEqual(head.checkpoint.checkpoint_id, history[0].checkpoint.checkpoint_id);
+    assert.deepEqual(head.values.messages.map((m) => plain(m.content)), [
+      "hello",
+      "echo hello from the word model",
+    ]);
+    assert.deepEqual(texts(now()), ["hello", "echo hello from the word model"]);
   } finally {
     await controller.dispose();
   }
