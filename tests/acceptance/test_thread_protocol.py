@@ -70,5 +70,11 @@ def test_a_thread_made_by_run_start_is_its_owners(api: str) -> None:
     with connect(socket, additional_headers={"x-api-key": ALICE}) as ws:
         ws.send(json.dumps(state))
         answer = json.loads(ws.recv(timeout=30))
+        # subscribed after the run's events went by: they come all the same, once each
+        subscribe = {"id": 3, "method": "subscription.subscribe"}
+        ws.send(json.dumps({**subscribe, "params": {"channels": ["lifecycle"]}}))
+        said = [json.loads(ws.recv(timeout=30)) for _ in range(3)]
     assert answer["type"] == "success" and answer["id"] == 2
     assert answer["result"]["values"]["messages"][0]["content"] == "hi"
+    assert said[0]["type"] == "success" and said[0]["id"] == 3
+    assert [e["params"]["data"]["event"] for e in said[1:]] == ["running", "completed"]

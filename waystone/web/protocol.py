@@ -13,10 +13,6 @@ the protocol's events (:mod:`waystone.web.protocol_events`).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import json
-import logging
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -24,7 +20,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route, WebSocketRoute
-from starlette.websockets import WebSocket, WebSocketDisconnect
+from starlette.websockets import WebSocket
 
 from waystone._json_input import parse_json_input
 from waystone._runs.signals import RESUME
@@ -32,6 +28,7 @@ from waystone.errors import BadInput
 from waystone.web import protocol_events, shapes
 from waystone.web.bodies import RunCreate
 from waystone.web.protocol_events import Filter
+from waystone.web.protocol_socket import Session
 from waystone.web.replies import HttpError, answer
 from waystone.web.thread_events import ThreadEvents, shown, sse
 
@@ -39,7 +36,6 @@ if TYPE_CHECKING:
     from waystone.runtime import RunStatus
     from waystone.web.api import Api
 
-logger = logging.getLogger(__name__)
 
 ERRORS = {401: "permission_denied", 403: "permission_denied", 404: "no_such_run"}
 
@@ -227,66 +223,7 @@ class Protocol:
             )
             return
         await websocket.accept()
-        subscriptions: dict[str, Filter] = {}
-        pump = asyncio.create_task(self._pump(websocket, thread_id, subscriptions))
-        try:
-            while True:
-                payload = _json((await websocket.receive_text()).encode())
-                if not _well_formed(payload):
-                    await websocket.send_json(_malformed(payload))
-                    continue
-                await websocket.send_json(
-                    await self._socket_command(thread_id, payload, owner, subscriptions)
-                )
-        except WebSocketDisconnect:
-            pass
-        finally:
-            pump.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await pump
-
-    async def _socket_command(
-        self,
-        thread_id: str,
-        payload: dict[str, Any],
-        owner: str | None,
-        subscriptions: dict[str, Filter],
-    ) -> dict[str, Any]:
-        method, params = payload["method"], payload.get("params")
-        params = params if isinstance(params, dict) else {}
-        if method == "subscription.subscribe":
-            bad = protocol_events.bad_channels(params.get("channels"))
-            if bad:
-                return _error(
-                    payload["id"],
-                    "invalid_argument",
-                    "subscription.subscribe received an unsupported channel.",
-                )
-            sub_id = f"sub-{len(subscriptions) + 1}-{id(params)}"
-            subscriptions[sub_id] = Filter.of(params)
-            return {
-                "type": "success",
-                "id": payload["id"],
-                "result": {"subscription_id": sub_id, "replayed_events": 0},
-                "meta": {},
-            }
-        if method == "subscription.unsubscribe":
-            if subscriptions.pop(str(params.get("subscription_id")), None) is None:
-                return _error(
-                    payload["id"],
-                    "no_such_subscription",
-                    f"Unknown subscription: {params.get('subscription_id')}",
-                )
-            return {"type": "success", "id": payload["id"], "result": {}, "meta": {}}
-        return await self.handle(thread_id, payload, owner)
-
-    async def _pump(
-        self, websocket: WebSocket, thread_id: str, subscriptions: dict[str, Filter]
-    ) -> None:
-        """Sends each event of the thread once to the socket, if a subscription wants it."""
-        async for made in self.events(thread_id):
-            if any(f.matches(made) for f in list(subscriptions.values())):
-                await websocket.send_text(json.dumps(made, default=str))
+        await Session(websocket, thread_id, owner, self.handle).serve(self.events)
 
 
 class _Headers:
