@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from waystone.runtime import RunStatus, Runtime
     from waystone.web.follower import Follower
 
-HEARTBEAT_S = 15.0  # an idle SSE stream says it is alive, as the reference's does
+HEARTBEAT_S = 5.0  # an idle SSE stream says it is alive, as often as the reference
 # what a run's protocol events are made from, of the modes its stream has
 WANTED = ("values", "updates", "messages-tuple", "custom", "checkpoints", "tasks")
 
