@@ -53,6 +53,14 @@ def installed() -> Path:
     return home / "node_modules"
 
 
+def _websocket_flag() -> list[str]:
+    """What gives node the browser's WebSocket (the SDK's WebSocket transport): a flag
+    before node 22, nothing since."""
+    version = subprocess.run(["node", "--version"], capture_output=True, text=True, check=True)
+    major = int(version.stdout.strip().lstrip("v").split(".")[0])
+    return ["--experimental-websocket"] if major < 22 else []
+
+
 def run_tests(name: str, workdir: Path, env: dict[str, str]) -> dict[str, bool]:
     """Run ``tests/js/<name>`` with node's test runner from ``workdir`` (given the cached
     packages): whether each of its tests passed, by name. Its output is printed, for the
@@ -61,8 +69,7 @@ def run_tests(name: str, workdir: Path, env: dict[str, str]) -> dict[str, bool]:
     (workdir / "node_modules").symlink_to(modules, target_is_directory=True)
     shutil.copy(JS / name, workdir / name)
     done = subprocess.run(
-        # node 20 has the browser's WebSocket behind a flag (the SDK's WebSocket transport)
-        ["node", "--experimental-websocket", "--test", "--test-reporter=tap", name],
+        ["node", *_websocket_flag(), "--test", "--test-reporter=tap", name],
         cwd=workdir,
         env={**os.environ, **env},
         capture_output=True,
