@@ -49,6 +49,7 @@ def create_app(
     from waystone.web.gate import Gate
     from waystone.web.guard import Guard
     from waystone.web.mcp import PATH, Mcp
+    from waystone.web.protocol import Protocol
     from waystone.web.replies import HANDLERS
     from waystone.web.security import SessionStore, parse_allowed_hosts
 
@@ -77,6 +78,7 @@ def create_app(
             Route(PATH, mcp),
             *crons.routes(api),
             *thread_edits.routes(api, api.changes, api.reads),
+            *Protocol(api).routes(),
             *operator.routes(site),
             *pages.routes(site),
         ],

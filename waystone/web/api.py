@@ -11,6 +11,7 @@ committed checkpoints (:mod:`waystone.web.stream`).
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -91,7 +92,7 @@ class Api:
         self.tokens = tokens if isinstance(tokens, Tokens) else Tokens(operator=tokens)
         self.auth = auth
         self.since = datetime.now(UTC)
-        self._creating = (self.create_run, self.wait_run, self.stream_run)
+        self._creating: tuple[Handler, ...] = (self.create_run, self.wait_run, self.stream_run)
         self.webhooks = Policy.of(rt.settings)  # which webhook URLs a run may name
         self.follower = Follower(rt)
 
@@ -580,7 +581,7 @@ class Api:
         status, _ = await run_in_threadpool(self._run, p["thread_id"], p["run_id"])
         if status is None:
             raise HttpError(409, f"run {p['run_id']} ended before the thread's current one")
-        asked = [m for m in request.query_params.getlist("stream_mode") if m]
+        asked = _queried_modes(request.query_params.getlist("stream_mode"))
         modes = _modes(asked or list(stream.JOINED))
         last = request.headers.get("last-event-id") or None
         return self._sse(status, modes, last, set())
@@ -724,3 +725,19 @@ def _modes(given: Any) -> tuple[str, ...]:
             f"(supported: {', '.join(stream.MODES)})",
         )
     return tuple(modes)
+
+
+def _queried_modes(given: list[str]) -> list[str]:
+    """The stream modes of a query: ``stream_mode`` repeated (the Python SDK's), or one
+    JSON array (the JavaScript SDK's ``joinStream``)."""
+    modes: list[str] = []
+    for value in given:
+        if value.startswith("["):
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                raise HttpError(422, f"stream_mode {value} is not a JSON array") from None
+            modes += [str(m) for m in parsed] if isinstance(parsed, list) else [value]
+        elif value:
+            modes.append(value)
+    return modes
