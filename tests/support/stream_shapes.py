@@ -32,9 +32,13 @@ _ID = re.compile(
     r"|lc_run--\S+|\d{4}-\d\d-\d\dT[\d:.]+(\+00:00|Z)?"
 )
 # What the reference server puts in a run's configurable and metadata (its run, thread,
-# assistant, versions, host and auth): the server's to set, not the rendering's.
+# assistant, versions, host and auth), and what Waystone puts in a checkpoint's metadata
+# (its run, lease and key namespace): each server's own, not the stream's shape.
 SERVER_KEYS = frozenset(
     {
+        "waystone_run",
+        "lease_token",
+        "key_namespace",
         "created_by",
         "graph_id",
         "assistant_id",
