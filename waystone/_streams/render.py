@@ -16,6 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from langgraph.types import Send
+from pydantic import BaseModel
+
 from waystone._runs.api_shapes import jsonable
 
 if TYPE_CHECKING:
@@ -180,14 +183,17 @@ def _reference(config: Any) -> dict[str, Any] | None:
 
 
 def _json(value: Any) -> Any:
-    """``value`` as the reference's JSON has it: a ``Send`` as its node and argument, an
-    error as its type and message; anything else as :func:`jsonable` makes it."""
-    from langgraph.types import Send
-
+    """``value`` as the reference's JSON has it: a message or any pydantic model as its
+    fields, a ``Send`` as its node and argument, an error as its type and message; anything
+    else as :func:`jsonable` makes it. Plain values first: this runs for every token."""
+    if value is None or isinstance(value, str | int | float):
+        return value
     if isinstance(value, dict):
         return {str(k): _json(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_json(v) for v in value]
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
     if isinstance(value, Send):
         return {"node": value.node, "args": _json(value.arg)}
     if isinstance(value, BaseException):
