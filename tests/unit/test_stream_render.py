@@ -136,3 +136,29 @@ def test_a_debug_checkpoint_names_its_checkpoints_and_a_subgraphs() -> None:
     assert "checkpoint" not in payload  # the native chunk is left as it was
     [(_, plain)] = render.render((), "checkpoints", payload, subgraphs=False)
     assert plain["tasks"][0]["state"] == {"configurable": {"checkpoint_ns": "child:1"}}
+
+
+def test_a_tool_calls_start_and_end_are_tools_events() -> None:
+    """``tools``, which the reference's run streams refuse, as its code would send it: the
+    native payload, named ``tools``."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from tests.support import mode_graphs
+
+    graph = mode_graphs.builder.compile(checkpointer=InMemorySaver())
+    config: dict[str, Any] = {"configurable": {"thread_id": "tools"}}
+    natives = render.native_modes(["tools"])
+    made = [
+        pair
+        for ns, mode, chunk in graph.stream(
+            {"messages": [("user", "what?")]}, config, stream_mode=natives, subgraphs=True
+        )
+        for pair in render.render(ns, mode, chunk, subgraphs=True)
+    ]
+    assert [(name, data["event"], data["tool_call_id"]) for name, data in made] == [
+        ("tools", "tool-started", "call-1"),
+        ("tools", "tool-finished", "call-1"),
+    ]
+    assert made[0][1]["input"] == {"q": "answer"}
+    assert made[1][1]["output"]["content"] == "42"
+    json.dumps(made)
