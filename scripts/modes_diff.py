@@ -41,7 +41,7 @@ RECORDED = ROOT / "tests" / "unit" / "data" / "reference_stream_modes.json"
 COMMITTED = ("values", "updates", "messages-tuple", "messages", "debug", "checkpoints", "tasks")
 # Where Waystone's committed streams differ on purpose (docs/api.md, Streams, says why).
 KNOWN = {
-    "messages-tuple": "each message once its step commits, its metadata the run's graph and node",
+    "messages-tuple": "each message once its step commits, its metadata its node's",
     "messages": "each message whole (metadata, complete), not token by token",
 }
 

@@ -203,6 +203,21 @@ def test_the_legacy_messages_mode_sends_each_committed_message_whole(
     assert {p.event for p in both[1:]} == {"messages"}  # the tuples alone, as the reference
 
 
+@pytest.mark.slow
+def test_a_message_a_node_returns_has_the_nodes_metadata(lg: SyncLangGraphClient) -> None:
+    """As the reference: the tool's message, and the subgraph's under its namespace."""
+    reference = json.loads(RECORDED.read_text())["messages-tuple|True"]
+    thread_id = lg.threads.create()["thread_id"]
+    parts = list(
+        lg.runs.stream(
+            thread_id, "modes", input=INPUT, stream_mode="messages-tuple", stream_subgraphs=True
+        )
+    )
+    made = shapes([(p.event, p.data) for p in parts[1:]])
+    assert made[1] == reference[5] and made[1][1][0]["type"] == "tool"
+    assert made[-1] == reference[-1] and made[-1][0].startswith("messages|child:")
+
+
 def _step(data: dict[str, Any]) -> Any:
     """A checkpoint's step, or a task's name."""
     return data["metadata"]["step"] if "config" in data else data["name"]

@@ -69,3 +69,13 @@ def test_a_committed_message_is_sent_whole_in_the_legacy_mode() -> None:
         ("ai", "done"),
     ]
     assert [e.event for e in made(("messages", "messages-tuple"))] == ["messages"] * 4
+
+
+def test_a_messages_metadata_is_its_nodes_as_the_reference_has_it() -> None:
+    """A message a node returns (not a model's tokens): its metadata is the node's."""
+    reference = json.loads(RECORDED.read_text())["messages-tuple|False"]
+    events = made(("messages-tuple",))
+    done = shapes([(events[-1].event, events[-1].data)])
+    assert done == reference[-1:]  # the subgraph's message, as its node's (child) answer
+    tool = shapes([(events[1].event, events[1].data)])[0][1][1]
+    assert tool == reference[5][1][1]  # the ToolNode's message

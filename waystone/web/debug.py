@@ -45,15 +45,23 @@ def plain_checkpoint(snap: StateSnapshot) -> dict[str, Any]:
 
 
 def task(snap: StateSnapshot, task: PregelTask, meta: dict[str, Any]) -> dict[str, Any]:
-    pushed = bool(task.path) and task.path[0] == "__pregel_push"
     payload = {
         "id": task.id,
         "name": task.name,
-        "input": None if pushed else shapes.jsonable(snap.values),
-        "triggers": ["__pregel_push"] if pushed else [f"branch:to:{task.name}"],
+        "input": None if pushed(task) else shapes.jsonable(snap.values),
+        "triggers": triggers(task),
         "metadata": meta,
     }
     return _event(snap, "task", payload, step=_step(snap) + 1)
+
+
+def pushed(task: PregelTask) -> bool:
+    """Whether a ``Send`` started the task."""
+    return bool(task.path) and task.path[0] == "__pregel_push"
+
+
+def triggers(task: PregelTask) -> list[str]:
+    return ["__pregel_push"] if pushed(task) else [f"branch:to:{task.name}"]
 
 
 def task_result(

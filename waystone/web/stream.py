@@ -22,7 +22,7 @@ from waystone._streams import render
 from waystone.web import debug, shapes
 
 if TYPE_CHECKING:
-    from langgraph.types import StateSnapshot
+    from langgraph.types import PregelTask, StateSnapshot
 
 MODES = ("values", "updates", "messages-tuple", "messages", "debug", "checkpoints", "tasks")
 JOINED = ("values", "updates", "messages-tuple")  # what a join streams when it names none
@@ -184,7 +184,9 @@ class Maker:
                     continue  # the node's input, or streamed already (by a subgraph)
                 if said:
                     self.said.add(said)
-                self._message(out, here, f"0m{n:06d}", message, task.name)
+                if self._wants("messages-tuple", "messages"):
+                    meta = self._written_by(task, snap)
+                    self._message(out, here, f"0m{n:06d}", message, meta)
                 n += 1
         for k, (task, (result, _)) in enumerate(zip(previous.tasks, written, strict=True)):
             ran = task.result is not None or task.error is not None
@@ -195,17 +197,36 @@ class Maker:
             if task.result is not None:
                 self._add(out, here, f"1u{k:06d}", "updates", {task.name: result})
 
+    def _written_by(self, task: PregelTask, snap: StateSnapshot) -> dict[str, Any]:
+        """The metadata of a message ``task`` wrote (its step's checkpoint ``snap``), as
+        the reference has it for a message a node returns: the node's own."""
+        own = f"{task.name}:{task.id}"
+        meta = {
+            **self.meta,
+            "ls_integration": "langgraph",
+            "langgraph_step": int((snap.metadata or {}).get("step", 0)),
+            "langgraph_node": task.name,
+            "langgraph_triggers": debug.triggers(task),
+            "langgraph_path": shapes.jsonable(task.path),
+            "langgraph_checkpoint_ns": f"{self.ns}|{own}" if self.ns else own,
+        }
+        if self.ns:  # the graph the node runs in, a subgraph's alone
+            meta["checkpoint_ns"] = self.ns
+        return meta
+
     def _message(
-        self, out: list[Event], checkpoint: str, tag: str, message: dict[str, Any], node: str
+        self,
+        out: list[Event],
+        checkpoint: str,
+        tag: str,
+        message: dict[str, Any],
+        meta: dict[str, Any],
     ) -> None:
         """A committed message: ``[message, metadata]`` (``messages-tuple``), or else its
         metadata then the message whole (``messages``: the reference sends a message it did
         not stream token by token so, named without a namespace)."""
-        meta = {**self.meta, "langgraph_node": node}
         if "messages-tuple" in self.modes:
             self._add(out, checkpoint, tag, "messages-tuple", [message, meta])
-            return
-        if "messages" not in self.modes:
             return
         for k, (name, data) in enumerate(render.complete(message, meta)):
             self._add(out, checkpoint, f"{tag}{k}", "messages", data, name=name)
