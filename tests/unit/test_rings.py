@@ -38,6 +38,7 @@ CORE = (
     "waystone.runtime",
     "waystone._runtime",
     "waystone._runs",
+    "waystone._streams",
     "waystone.effects",
     "waystone._checkpointing",
     "waystone._privacy",
@@ -167,7 +168,16 @@ def test_a_lazy_import_against_the_rings_is_found(tmp_path: Path) -> None:
 
 
 # The core's rooms from the bottom up, as docs/architecture.md draws them.
-CORE_ROOMS = ("_privacy", "_checkpointing", "_runs", "effects", "_webhooks", "_runtime", "runtime")
+CORE_ROOMS = (
+    "_privacy",
+    "_checkpointing",
+    "_runs",
+    "_streams",
+    "effects",
+    "_webhooks",
+    "_runtime",
+    "runtime",
+)
 
 
 def room(module: str) -> str:
