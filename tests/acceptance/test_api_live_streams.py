@@ -1,8 +1,6 @@
 """Live streams kept in Postgres, through ``waystone api`` and a real worker with the
 official client: a model's tokens reach the client while its node runs, ``custom`` events
-too, then the committed values; a worker SIGKILLed mid-answer leaves an abandoned attempt
-that the stream names before the retried step's tokens, and a client reconnecting to
-another API server with ``Last-Event-ID`` misses no event and gets none twice."""
+too, then the committed values."""
 
 from __future__ import annotations
 
@@ -14,10 +12,7 @@ import pytest
 from langgraph_sdk.client import SyncLangGraphClient
 
 from tests.support.api import ApiSetup
-from tests.support.live_graphs import ANSWER, CUSTOM, GATE, GRAPH
-
-MODES = ["values", "messages-tuple", "custom"]
-ASKED = {"messages": [{"role": "user", "content": "hello"}]}
+from tests.support.live_graphs import ANSWER, ASKED, CUSTOM, GATE, GRAPH, MODES, tokens
 
 pytestmark = pytest.mark.slow
 
@@ -25,10 +20,6 @@ pytestmark = pytest.mark.slow
 @pytest.fixture
 def api_setup(gates: Path) -> ApiSetup:
     return ApiSetup({"WAYSTONE_GRAPHS": GRAPH, "WAYSTONE_TEST_GATES": str(gates)})
-
-
-def tokens(parts: list[Any]) -> list[Any]:
-    return [p for p in parts if p.event == "messages" and p.data[0]["type"] == "AIMessageChunk"]
 
 
 def test_tokens_reach_the_client_while_the_node_runs(

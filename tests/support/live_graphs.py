@@ -23,6 +23,13 @@ ANSWER = "tokens arrive one by one"
 HELD_AFTER = 2  # the model holds after this many tokens until the gate opens
 GATE = "go"
 CUSTOM = {"status": "thinking"}
+MODES = ["values", "messages-tuple", "custom"]  # what the tests' clients stream
+ASKED = {"messages": [{"role": "user", "content": "hello"}]}
+
+
+def tokens(parts: list[Any]) -> list[Any]:
+    """The token chunks among a stream's parts (``StreamPart``)."""
+    return [p for p in parts if p.event == "messages" and p.data[0]["type"] == "AIMessageChunk"]
 
 
 class HeldModel(GenericFakeChatModel):
