@@ -1,7 +1,7 @@
 """The stream modes beyond values, updates and messages-tuple, through the official
 client against a real ``waystone api`` and worker: ``debug`` (checkpoints, tasks and
 their results, an interrupt and its answer), a subgraph's events (``stream_subgraphs``),
-and the modes whose events are not committed (``custom``, ``events``), refused."""
+and ``events``, whose events are not committed, refused."""
 
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ def test_modes_whose_events_are_not_committed_are_refused(
     lg: SyncLangGraphClient, sql: psycopg.Connection[Any]
 ) -> None:
     thread_id = lg.threads.create()["thread_id"]
-    for mode in ("custom", "events"):
+    for mode in ("events",):
         with pytest.raises(httpx.HTTPStatusError) as refused:
             list(lg.runs.stream(thread_id, "assist", input=say("hi"), stream_mode=[mode]))
         assert refused.value.response.status_code == 422

@@ -59,7 +59,8 @@ def test_a_logged_run_is_kept_until_it_ended_longer_ago_than_the_retention(
     assert logged > len(ANSWER.split())  # its tokens, its custom event, its marks
     assert rt.sweep_stream_logs() == 0  # ended just now
     sql.execute(
-        "UPDATE waystone.runs SET updated_at = now() - interval '2 hours' WHERE thread_id = ANY(%s)",
+        "UPDATE waystone.runs SET updated_at = now() - interval '2 hours' "
+        "WHERE thread_id = ANY(%s)",
         ([ended.thread_id, going.thread_id],),
     )
     assert rt.sweep_stream_logs() == 1  # the one that ended; the queued one is kept

@@ -37,14 +37,13 @@ class Merge:
         for row in rows:
             self.read_to = row.key
             self.attempts.add(row.attempt)
-            if row.event == HIDDEN:
-                continue
+            if row.event == HIDDEN or not self._wanted(row.event):
+                continue  # a message of a subgraph not streamed is sent at its step's end
             if row.event.partition("|")[0] == "messages" and isinstance(row.data, list):
                 message = row.data[0] if row.data else None
                 if isinstance(message, dict) and isinstance(message.get("id"), str):
                     self.streamed.add(message["id"])
-            if self._wanted(row.event):
-                self._waiting.append(Event(row.key, row.event, row.data))
+            self._waiting.append(Event(row.key, row.event, row.data))
         self.current = lease_token is not None and lease_token in self.attempts
 
     def committed(self, made: Iterable[Event]) -> None:
