@@ -4,6 +4,8 @@ retention, then swept."""
 
 from __future__ import annotations
 
+import asyncio
+import re
 from pathlib import Path
 from typing import Any
 
@@ -67,3 +69,16 @@ def test_a_logged_run_is_kept_until_it_ended_longer_ago_than_the_retention(
     kept = sql.execute("SELECT run_id FROM waystone.stream_logs").fetchall()
     assert kept == [(going.run_id,)]
     assert _rows(sql, "stream_events") == 0
+
+
+def test_a_logged_run_driven_on_an_event_loop_logs_its_tokens(
+    rt: Runtime, opened: None, sql: psycopg.Connection[Any]
+) -> None:
+    started = rt.start("live", ASKED, options=RunOptions(stream_log=True))
+    assert asyncio.run(rt.arun(started.thread_id)).state == "done"
+    logged = sql.execute(
+        "SELECT event, attempt FROM waystone.stream_events ORDER BY event_key"
+    ).fetchall()
+    said = [event for event, _ in logged if event]  # marks have no name
+    assert said == ["custom"] + ["messages"] * len(re.split(r"(\s)", ANSWER))
+    assert {attempt for _, attempt in logged} == {1}
