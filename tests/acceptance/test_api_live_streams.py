@@ -11,6 +11,7 @@ import psycopg
 import pytest
 from langgraph_sdk.client import SyncLangGraphClient
 
+from tests.conftest import wait_until
 from tests.support.api import ApiSetup
 from tests.support.live_graphs import ANSWER, ASKED, CUSTOM, GATE, GRAPH, MODES, tokens
 
@@ -51,3 +52,24 @@ def test_tokens_reach_the_client_while_the_node_runs(
         "SELECT count(*) FROM waystone.stream_events WHERE event = 'messages'"
     ).fetchone()
     assert logged == (len(tokens(parts)),)
+
+
+def test_a_stream_that_cancels_on_disconnect_cancels_its_run(
+    lg: SyncLangGraphClient, sql: psycopg.Connection[Any]
+) -> None:
+    thread_id = lg.threads.create()["thread_id"]
+    stream = lg.runs.stream(
+        thread_id, "live", input=ASKED, stream_mode=MODES, on_disconnect="cancel"
+    )
+    for part in stream:
+        if part.event == "metadata":
+            run_id = part.data["run_id"]
+        if part.event == "messages":  # the model is held: the run is under way
+            break
+    stream.close()
+    wait_until(
+        lambda: lg.runs.get(thread_id, run_id)["status"] not in ("pending", "running"),
+        "the run cancelled",
+    )
+    row = sql.execute("SELECT state, reason FROM waystone.runs WHERE thread_id = %s", (thread_id,))
+    assert row.fetchone() == ("failed", "cancelled by api: its stream's client went away")

@@ -10,6 +10,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+import anyio
 from starlette.concurrency import run_in_threadpool
 
 from waystone.web import live, shapes, stream
@@ -104,8 +105,9 @@ async def cancelled_on_disconnect(
             yield line
         ended = True
     finally:
-        if not ended:
-            await run_in_threadpool(_cancel, rt, started)
+        if not ended:  # shielded: the request's scope is being cancelled
+            with anyio.CancelScope(shield=True):
+                await run_in_threadpool(_cancel, rt, started)
 
 
 def _cancel(rt: Runtime, started: RunStatus) -> None:
