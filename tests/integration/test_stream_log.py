@@ -11,7 +11,12 @@ from typing import Any
 
 import psycopg
 import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, AnyMessage
+from langgraph.graph import MessagesState
+from langgraph.types import interrupt
 
+from tests.support.chain import chain
 from tests.support.live_graphs import ANSWER, GATE, live_graph
 from waystone import Runtime
 from waystone._runtime.options import RunOptions
@@ -20,9 +25,15 @@ from waystone._streams import drive
 ASKED = {"messages": [{"role": "user", "content": "hello"}]}
 
 
+def _ask(state: MessagesState) -> dict[str, list[AnyMessage]]:
+    model = GenericFakeChatModel(messages=iter([AIMessage("may I?")]))
+    asked = model.invoke(state["messages"])  # streamed again when the node runs again
+    return {"messages": [asked, AIMessage(f"told {interrupt(asked.content)}")]}
+
+
 @pytest.fixture
 def rt_graphs() -> dict[str, Any]:
-    return {"live": live_graph}
+    return {"live": live_graph, "ask": chain(MessagesState, ("ask", _ask))}
 
 
 @pytest.fixture
@@ -82,3 +93,17 @@ def test_a_logged_run_driven_on_an_event_loop_logs_its_tokens(
     said = [event for event, _ in logged if event]  # marks have no name
     assert said == ["custom"] + ["messages"] * len(re.split(r"(\s)", ANSWER))
     assert {attempt for _, attempt in logged} == {1}
+
+
+def test_a_resume_after_an_interrupt_abandons_nothing(
+    rt: Runtime, sql: psycopg.Connection[Any]
+) -> None:
+    started = rt.start("ask", ASKED, options=RunOptions(stream_log=True))
+    assert rt.run(started.thread_id).state == "waiting"
+    rt.resume(started.thread_id, "yes")
+    assert rt.run(started.thread_id).state == "done"
+    logged = sql.execute(
+        "SELECT event, attempt FROM waystone.stream_events WHERE event <> '' ORDER BY event_key"
+    ).fetchall()
+    assert {event for event, _ in logged} == {"messages"}  # no waystone/abandoned
+    assert sorted({attempt for _, attempt in logged}) == [1, 2]  # the node ran twice

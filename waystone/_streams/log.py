@@ -65,14 +65,22 @@ class StreamLog:
         self._closed = False
         self._thread: threading.Thread | None = None
 
-    def begin(self, checkpoint: str | None) -> None:
+    def begin(self, checkpoint: str | None, *, resumed: bool = False) -> None:
         """Before the graph runs from ``checkpoint`` (``None``: it has none yet): the
-        abandoned attempts' event, if any, and the mark, written at once."""
+        abandoned attempts' event, if any, and the mark, written at once. ``resumed``: the
+        run waited at ``checkpoint`` (on an interrupt): the attempt before stopped there,
+        and abandoned nothing."""
         self.checkpoint = checkpoint or keys.NO_CHECKPOINT
         low, high = keys.left_over(self.checkpoint)
-        rows = self.db.fetch_all(
-            "stream_log_left_over", run_id=self.run_id, low=low, high=high, attempt=self.attempt
-        )
+        rows = []
+        if not resumed:
+            rows = self.db.fetch_all(
+                "stream_log_left_over",
+                run_id=self.run_id,
+                low=low,
+                high=high,
+                attempt=self.attempt,
+            )
         if rows:
             said = abandoned(self.checkpoint, rows, self.reveal)
             self._add(keys.abandoned(self.checkpoint, self.attempt), ABANDONED, said)
