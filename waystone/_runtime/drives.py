@@ -152,9 +152,7 @@ class Drives:
             claimed.run_id,
             claimed.lease_token,
         )
-        row = parts.db.fetch_one("newest_checkpoint_id", thread_id=claimed.thread_id)
-        newest = row["newest"] if row is not None else None
-        log.begin(newest, resumed=claimed.prev_state == "waiting")
+        log.begin(resumed=claimed.prev_state == "waiting")
         return log
 
     def _options(self, entry: Entry, claimed: Run) -> RunOptions | None:

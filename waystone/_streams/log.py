@@ -65,24 +65,26 @@ class StreamLog:
         self._closed = False
         self._thread: threading.Thread | None = None
 
-    def begin(self, checkpoint: str | None, *, resumed: bool = False) -> None:
-        """Before the graph runs from ``checkpoint`` (``None``: it has none yet): the
-        abandoned attempts' event, if any, and the mark, written at once. ``resumed``: the
-        run waited at ``checkpoint`` (on an interrupt): the attempt before stopped there,
-        and abandoned nothing."""
-        self.checkpoint = checkpoint or keys.NO_CHECKPOINT
-        low, high = keys.left_over(self.checkpoint)
-        rows = []
-        if not resumed:
-            rows = self.db.fetch_all(
-                "stream_log_left_over",
-                run_id=self.run_id,
-                low=low,
-                high=high,
-                attempt=self.attempt,
-            )
-        if rows:
-            said = abandoned(self.checkpoint, rows, self.reveal)
+    def begin(self, *, resumed: bool = False) -> None:
+        """Before the graph runs from the thread's newest checkpoint: the abandoned
+        attempts' event, if any, and the mark, written at once (a read and a write).
+        ``resumed``: the run waited there (on an interrupt): the attempt before stopped
+        there, and abandoned nothing."""
+        low, high = keys.left_over("")  # after the newest checkpoint's id, in the query
+        rows = self.db.fetch_all(
+            "stream_log_begin",
+            thread_id=self.thread_id,
+            run_id=self.run_id,
+            attempt=self.attempt,
+            resumed=resumed,
+            none=keys.NO_CHECKPOINT,
+            low=low,
+            high=high,
+        )
+        self.checkpoint = rows[0]["checkpoint_id"] or keys.NO_CHECKPOINT
+        left = [row for row in rows if row["event"] is not None]
+        if left:
+            said = abandoned(self.checkpoint, left, self.reveal)
             self._add(keys.abandoned(self.checkpoint, self.attempt), ABANDONED, said)
         self._add(keys.mark(self.checkpoint, self.attempt), HIDDEN, {"attempt": self.attempt})
         self.flush()

@@ -1439,12 +1439,24 @@ WITH written AS (
 )
 SELECT count(*) AS n FROM written;
 
--- name: stream_log_left_over
--- The live events earlier attempts made between two keys: those of a step they abandoned.
-SELECT attempt, event, data FROM waystone.stream_events
-WHERE run_id = %(run_id)s AND event_key > %(low)s AND event_key < %(high)s
-  AND attempt < %(attempt)s
-ORDER BY event_key;
+-- name: stream_log_begin
+-- Where a drive of a logged run begins: the thread's newest checkpoint (NULL: none), and
+-- unless it resumes from a wait, the live events earlier attempts made of the step after
+-- it (a step they abandoned); one row without an event when there are none.
+WITH newest AS (
+    SELECT max(checkpoint_id) AS checkpoint_id FROM public.checkpoints
+    WHERE thread_id = %(thread_id)s AND checkpoint_ns = ''
+)
+SELECT n.checkpoint_id, e.attempt, e.event, e.data
+FROM newest n
+LEFT JOIN LATERAL (
+    SELECT attempt, event, data FROM waystone.stream_events
+    WHERE NOT %(resumed)s AND run_id = %(run_id)s
+      AND event_key > coalesce(n.checkpoint_id, %(none)s) || %(low)s
+      AND event_key < coalesce(n.checkpoint_id, %(none)s) || %(high)s
+      AND attempt < %(attempt)s
+    ORDER BY event_key
+) e ON true;
 
 -- name: stream_log_after
 -- A stream's next live events, with the run's current lease token (one row, no event,
