@@ -217,6 +217,8 @@ class Settings:
     webhook_backoff_max_s: float = setting("WAYSTONE_WEBHOOK_BACKOFF_MAX", _seconds, 300.0)
     webhook_timeout_s: float = setting("WAYSTONE_WEBHOOK_TIMEOUT", _seconds, 10.0)
     payments_url: str = setting("WAYSTONE_PAYMENTS_URL", _url, DEFAULT_PAYMENTS_URL)
+    # how long a run's stream log is kept once it ended (as the reference's resumable streams)
+    stream_retention_s: float = setting("WAYSTONE_STREAM_RETENTION", _seconds, 3600.0)
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:

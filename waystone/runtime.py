@@ -489,6 +489,29 @@ class Runtime:
     def list(self, state: str | None = None, limit: int = 100) -> list[RunStatus]:
         return self._views.list(state, limit)
 
+    def log_stream(self, thread_id: str, number: int) -> None:
+        """The thread's run ``number`` is logged from its next drive on: its worker keeps
+        its live events (tokens, custom writes) in Postgres (see :mod:`waystone._streams`)."""
+        from waystone._runs.registry import run_id_of
+        from waystone._streams import log
+
+        log.mark_logged(self._parts.db, thread_id, number, run_id_of(thread_id, number))
+
+    def stream_log(
+        self, thread_id: str, run_id: str, after: str
+    ) -> tuple[int | None, builtins.list[Any]]:
+        """The run's current lease token and its live events after key ``after``
+        (:func:`waystone._streams.log.read_after`)."""
+        from waystone._streams import log
+
+        return log.read_after(self._parts.db, self._parts.reveal, thread_id, run_id, after)
+
+    def sweep_stream_logs(self) -> int:
+        """Delete the stream logs of runs that ended longer ago than the retention."""
+        from waystone._streams import log
+
+        return log.sweep(self._parts.db, self.settings.stream_retention_s)
+
     def run_metadata(self, thread_id: str) -> dict[str, dict[str, Any]]:
         """The metadata each of the thread's runs was created with, by run id."""
         return run_options.metadata_of(self._parts, thread_id)

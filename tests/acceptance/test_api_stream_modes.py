@@ -2,8 +2,8 @@
 client against a real ``waystone api`` and worker: ``debug`` (checkpoints, tasks and
 their results, an interrupt and its answer), ``checkpoints`` and ``tasks`` and the legacy
 ``messages`` as ``langgraph dev`` sent them for the same graph (recorded in
-``tests/unit/data``), a subgraph's events (``stream_subgraphs``), and the modes whose
-events are not committed (``custom``, ``events``), refused."""
+``tests/unit/data``), a subgraph's events (``stream_subgraphs``), and ``events``, whose
+events are not committed, refused."""
 
 from __future__ import annotations
 
@@ -116,7 +116,7 @@ def test_modes_whose_events_are_not_committed_are_refused(
     lg: SyncLangGraphClient, sql: psycopg.Connection[Any]
 ) -> None:
     thread_id = lg.threads.create()["thread_id"]
-    for mode in ("custom", "events"):
+    for mode in ("events",):
         with pytest.raises(httpx.HTTPStatusError) as refused:
             list(lg.runs.stream(thread_id, "assist", input=say("hi"), stream_mode=[mode]))
         assert refused.value.response.status_code == 422

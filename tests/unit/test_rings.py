@@ -43,6 +43,7 @@ CORE = (
     "waystone._checkpointing",
     "waystone._privacy",
     "waystone._webhooks",
+    "waystone._streams",
 )
 PRESET = ("waystone.preset",)
 EDGES = (
@@ -172,9 +173,9 @@ CORE_ROOMS = (
     "_privacy",
     "_checkpointing",
     "_runs",
-    "_streams",
     "effects",
     "_webhooks",
+    "_streams",
     "_runtime",
     "runtime",
 )

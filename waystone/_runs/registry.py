@@ -62,6 +62,7 @@ class Run:
     # by ``get`` or ``list_runs``)
     approved_by: str | None = None
     run_number: int | None = None  # its number in the thread (known when read by ``get``)
+    logged: bool = False  # a client streams it: its live events are logged (known when claimed)
 
     @property
     def run_id(self) -> str | None:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # the runtime imports this module for every command; most dri
     from waystone._checkpointing.held import Statement
     from waystone._runtime.catalog import Entry
     from waystone._runtime.options import RunOptions
+    from waystone._streams.log import StreamLog
 
 logger = logging.getLogger(__name__)
 
@@ -101,16 +102,27 @@ def drive(
     context: Any = None,
     options: RunOptions | None = None,
     on_new_run: OnNewRun | None = None,
+    log: StreamLog | None = None,
 ) -> Run:
     """Resume the graph of a claimed run until it waits or ends, and record where, as its
     ``entry`` says (its first input, how it ends). ``context`` reaches its nodes' effects
     (see :mod:`waystone.effects`), in ``configurable["__waystone__"]``; ``options`` are
     what the run was created with (config, LangGraph's context, breakpoints);
     ``on_new_run`` is given the thread's state left by the run before, once, before this
-    run's input is applied (see :mod:`waystone._runtime.stopped_calls`)."""
+    run's input is applied (see :mod:`waystone._runtime.stopped_calls`); ``log``: a
+    logged run's stream log, its graph streamed into it (see :mod:`waystone._streams`)."""
+    from waystone._streams.drive import stream
+
     graph = entry.graph
     steps = _steps(
-        entry, run, registry, signals, context=context, options=options, on_new_run=on_new_run
+        entry,
+        run,
+        registry,
+        signals,
+        context=context,
+        options=options,
+        on_new_run=on_new_run,
+        logged=log is not None,
     )
     extra = options.invoke_kwargs() if options is not None else {}
     move: Callable[[], Any] = steps.__next__
@@ -119,7 +131,10 @@ def drive(
         if isinstance(got, Run):
             return got
         try:
-            out = graph.invoke(*got, durability="sync", control=control, **extra)
+            if log is None:
+                out = graph.invoke(*got, durability="sync", control=control, **extra)
+            else:
+                out = stream(graph, *got, log, durability="sync", control=control, **extra)
         except BaseException as exc:
             move = functools.partial(steps.throw, exc)
         else:
@@ -137,11 +152,14 @@ async def adrive(
     context: Any = None,
     options: RunOptions | None = None,
     on_new_run: OnNewRun | None = None,
+    log: StreamLog | None = None,
 ) -> Run:
     """:func:`drive` on an event loop, of ``graph`` (the entry's, saving on this loop's
     pool): the graph runs with ``ainvoke`` (its async nodes, effects and models on this
     loop), and what the drive reads and records between two invocations (signals,
     transitions) in a worker thread, so the loop is never blocked."""
+    from waystone._streams.drive import astream
+
     steps = _steps(
         entry,
         run,
@@ -151,6 +169,7 @@ async def adrive(
         graph=graph,
         options=options,
         on_new_run=on_new_run,
+        logged=log is not None,
     )
     extra = options.invoke_kwargs() if options is not None else {}
     move: Callable[[], Any] = steps.__next__
@@ -159,7 +178,11 @@ async def adrive(
         if isinstance(got, Run):
             return got
         try:
-            out = await graph.ainvoke(*got, durability="sync", control=control, **extra)
+            if log is None:
+                out = await graph.ainvoke(*got, durability="sync", control=control, **extra)
+            else:
+                kwargs = {"durability": "sync", "control": control, **extra}
+                out = await astream(graph, *got, log, **kwargs)
         except BaseException as exc:
             move = functools.partial(steps.throw, exc)
         else:
@@ -194,10 +217,12 @@ def _steps(
     graph: CompiledStateGraph[Any] | None = None,
     options: RunOptions | None = None,
     on_new_run: OnNewRun | None = None,
+    logged: bool = False,
 ) -> Steps:
     """The drive, both sync and async: it yields each invocation of the graph (a payload
     and a config) and is sent its output (or thrown its error); it decides what to resume
-    with, and settles the run."""
+    with, and settles the run. A ``logged`` run's first checkpoints are saved at once:
+    its stream sends them before the first node's live events."""
     graph = graph if graph is not None else entry.graph
     config = graph_config(
         run.thread_id, entry.recursion_limit, run.lease_token, run.key_namespace or run.thread_id
@@ -239,7 +264,7 @@ def _steps(
                 if payload is None:
                     break  # still waiting: nothing arrived and the wait has not timed out
             try:
-                with _known_empty(graph, run.thread_id, snapshot is None):
+                with _known_empty(graph, run.thread_id, snapshot is None and not logged):
                     out = yield payload, config
             except BaseException as exc:
                 with suppress(Exception):  # best effort: the graph's own error is the one

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from waystone._runtime.driver import OnNewRun
     from waystone._runtime.options import RunOptions
     from waystone._runtime.parts import Parts
+    from waystone._streams.log import StreamLog
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +80,7 @@ class Drives:
         if entry.async_only and not _in_loop():
             return asyncio.run(self.adrive(claimed, control, on_stuck))
         with self._leased(claimed, entry, on_stuck):
+            log = self._log(claimed)
             try:
                 return driver.drive(
                     entry,
@@ -89,11 +91,14 @@ class Drives:
                     context=self._context(entry),
                     options=self._options(entry, claimed),
                     on_new_run=self._on_new_run(claimed),
+                    log=log,
                 )
             except Exception as exc:
                 self._stopped(claimed, exc, entry.graph)
             finally:  # a hand-over nothing took under this lease never will
                 self._parts.ledger.untaken(claimed.thread_id, claimed.lease_token)
+                if log is not None:
+                    log.close()
         return None
 
     async def adrive(
@@ -105,6 +110,7 @@ class Drives:
         entry = await asyncio.to_thread(self._entry_of_claimed, claimed)
         graph = await self._catalog.agraph(claimed.agent)
         with self._leased(claimed, entry, on_stuck):
+            log = await asyncio.to_thread(self._log, claimed)
             try:
                 return await driver.adrive(
                     entry,
@@ -116,15 +122,38 @@ class Drives:
                     context=self._context(entry),
                     options=await asyncio.to_thread(self._options, entry, claimed),
                     on_new_run=self._on_new_run(claimed),
+                    log=log,
                 )
             except Exception as exc:
                 await asyncio.to_thread(self._stopped, claimed, exc, entry.graph)
             finally:
                 self._parts.ledger.untaken(claimed.thread_id, claimed.lease_token)
+                if log is not None:
+                    await asyncio.to_thread(log.close)
         return None
 
     def release(self, claimed: Run) -> bool:
         return self._parts.registry.release(claimed.thread_id, claimed.lease_token)
+
+    def _log(self, claimed: Run) -> StreamLog | None:
+        """The stream log of a run a client streams, begun; ``None`` for any other (driven
+        with ``invoke``, nothing logged). A client that starts following a run while it is
+        driven gets its live events from its next drive (after a wait or a takeover)."""
+        if not claimed.logged or claimed.run_id is None:
+            return None
+        from waystone._streams.log import StreamLog
+
+        parts = self._parts
+        log = StreamLog(
+            parts.db,
+            parts.protect,
+            parts.reveal,
+            claimed.thread_id,
+            claimed.run_id,
+            claimed.lease_token,
+        )
+        log.begin(resumed=claimed.prev_state == "waiting")
+        return log
 
     def _options(self, entry: Entry, claimed: Run) -> RunOptions | None:
         """What the run was created with besides its input: one read per drive, none for

@@ -51,6 +51,7 @@ class RunOptions:
     interrupt_before: list[str] | str | None = None  # node names, or "*" for every node
     interrupt_after: list[str] | str | None = None
     webhook: str | None = None  # a URL its webhook policy allowed
+    stream_log: bool = False  # its live events are logged from its start (waystone._streams)
 
     @property
     def breakpoints(self) -> bool:
@@ -110,7 +111,8 @@ def store(parts: Parts, conn: Conn, thread_id: str, number: int, options: RunOpt
     from waystone._webhooks.store import arm_new
 
     run_id = run_id_of(thread_id, number)
-    rest = {k: v for k, v in asdict(options).items() if k not in ("metadata", "webhook")}
+    own = ("metadata", "webhook", "stream_log")
+    rest = {k: v for k, v in asdict(options).items() if k not in own}
     parts.db.execute(
         "store_run_options",
         conn=conn,
@@ -121,6 +123,10 @@ def store(parts: Parts, conn: Conn, thread_id: str, number: int, options: RunOpt
     )
     if options.webhook is not None:
         arm_new(parts, conn, thread_id, number, options.webhook)
+    if options.stream_log:  # before any worker can claim it: its first event is logged
+        parts.db.execute(
+            "stream_log_mark", conn=conn, thread_id=thread_id, number=number, run_id=run_id
+        )
 
 
 def load(parts: Parts, run_id: str) -> RunOptions:

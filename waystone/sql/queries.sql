@@ -356,7 +356,12 @@ RETURNING r.thread_id, r.agent, r.state, r.goal, r.input, r.start_key, r.reason,
         AS started,
     -- its number in the thread: the runs that ended before it, and itself
     1 + (SELECT count(*) FROM waystone.thread_runs t WHERE t.thread_id = r.thread_id)
-        AS run_number;
+        AS run_number,
+    -- whether a client streams it (waystone._streams): its live events are logged
+    EXISTS (SELECT 1 FROM waystone.stream_logs l
+            WHERE l.thread_id = r.thread_id
+              AND l.number = 1 + (SELECT count(*) FROM waystone.thread_runs t
+                                  WHERE t.thread_id = r.thread_id)) AS logged;
 
 -- name: set_lease_token
 -- The lease token this transaction writes under: the fence triggers check it.
@@ -1261,11 +1266,13 @@ LIMIT %(limit)s;
 
 -- name: follow_marks
 -- What tells the server's streams that a run moved: each followed thread's run row and
--- newest checkpoint.
+-- newest checkpoint, and the newest key of the stream log of its run followed (if any).
 SELECT t.thread_id, r.state, r.updated_at, r.lease_token,
        (SELECT max(c.checkpoint_id) FROM public.checkpoints c
-         WHERE c.thread_id = t.thread_id AND c.checkpoint_ns = '') AS newest
-  FROM unnest(%(threads)s::text[]) AS t(thread_id)
+         WHERE c.thread_id = t.thread_id AND c.checkpoint_ns = '') AS newest,
+       (SELECT max(e.event_key) FROM waystone.stream_events e
+         WHERE e.run_id = t.run_id) AS logged
+  FROM unnest(%(threads)s::text[], %(logged)s::text[]) AS t(thread_id, run_id)
   LEFT JOIN waystone.runs r USING (thread_id);
 
 -- name: root_checkpoints_after
@@ -1405,3 +1412,80 @@ VALUES (%(thread_id)s, '', %(new_id)s, NULL, NULL, %(checkpoint)s, %(metadata)s)
 -- name: newest_checkpoint_id
 SELECT max(checkpoint_id) AS newest FROM public.checkpoints
 WHERE thread_id = %(thread_id)s AND checkpoint_ns = '';
+
+-- The stream log (waystone._streams): a logged run's live events.
+
+-- name: stream_log_mark
+-- The run is logged from now on: its worker appends its live events.
+INSERT INTO waystone.stream_logs (thread_id, number, run_id)
+VALUES (%(thread_id)s, %(number)s, %(run_id)s)
+ON CONFLICT DO NOTHING;
+
+-- name: stream_log_append
+-- A worker's batch of live events, written only while its lease is the run's (FOR SHARE:
+-- a takeover waits for this insert, and no row of an older lease lands after it). n: the
+-- rows written (0: the lease moved on).
+WITH written AS (
+    INSERT INTO waystone.stream_events (run_id, event_key, attempt, event, data)
+    SELECT %(run_id)s, x.event_key, %(attempt)s, x.event, x.data
+    FROM unnest(%(keys)s::text[], %(events)s::text[], %(data)s::jsonb[])
+        AS x(event_key, event, data)
+    WHERE EXISTS (SELECT 1 FROM waystone.runs r
+                  WHERE r.thread_id = %(thread_id)s AND r.lease_token = %(attempt)s
+                    AND r.state = 'running'
+                  FOR SHARE)
+    ON CONFLICT DO NOTHING
+    RETURNING 1
+)
+SELECT count(*) AS n FROM written;
+
+-- name: stream_log_begin
+-- Where a drive of a logged run begins: the thread's newest checkpoint (NULL: none), and
+-- unless it resumes from a wait, the live events earlier attempts made of the step after
+-- it (a step they abandoned); one row without an event when there are none.
+WITH newest AS (
+    SELECT max(checkpoint_id) AS checkpoint_id FROM public.checkpoints
+    WHERE thread_id = %(thread_id)s AND checkpoint_ns = ''
+)
+SELECT n.checkpoint_id, e.attempt, e.event, e.data
+FROM newest n
+LEFT JOIN LATERAL (
+    SELECT attempt, event, data FROM waystone.stream_events
+    WHERE NOT %(resumed)s AND run_id = %(run_id)s
+      AND event_key > coalesce(n.checkpoint_id, %(none)s) || %(low)s
+      AND event_key < coalesce(n.checkpoint_id, %(none)s) || %(high)s
+      AND attempt < %(attempt)s
+    ORDER BY event_key
+) e ON true;
+
+-- name: stream_log_after
+-- A stream's next live events, with the run's current lease token (one row, no event,
+-- when there are none).
+SELECT r.lease_token, e.event_key, e.attempt, e.event, e.data
+FROM waystone.runs r
+LEFT JOIN LATERAL (
+    SELECT event_key, attempt, event, data FROM waystone.stream_events
+    WHERE run_id = %(run_id)s AND event_key > %(after)s
+    ORDER BY event_key
+) e ON true
+WHERE r.thread_id = %(thread_id)s;
+
+-- name: stream_log_sweep
+-- The logs of runs that ended longer ago than the retention, with their events.
+WITH ended AS (
+    SELECT l.thread_id, l.number
+    FROM waystone.stream_logs l
+    JOIN waystone.runs r ON r.thread_id = l.thread_id
+    LEFT JOIN waystone.thread_runs t ON t.thread_id = l.thread_id AND t.number = l.number
+    WHERE coalesce(
+              t.ended_at,
+              CASE WHEN r.state IN ('done', 'failed', 'needs-human')
+                        AND l.number = 1 + (SELECT count(*) FROM waystone.thread_runs p
+                                            WHERE p.thread_id = l.thread_id)
+                   THEN r.updated_at END)
+          < clock_timestamp() - make_interval(secs => %(retention_s)s)
+    LIMIT %(limit)s
+)
+DELETE FROM waystone.stream_logs l USING ended
+WHERE l.thread_id = ended.thread_id AND l.number = ended.number
+RETURNING l.run_id;

@@ -541,3 +541,25 @@ CREATE TRIGGER runs_webhooks_due AFTER UPDATE OF state ON waystone.runs
     FOR EACH ROW WHEN (NEW.state IS DISTINCT FROM OLD.state
                        AND NEW.state IN ('waiting', 'done', 'failed', 'needs-human'))
     EXECUTE FUNCTION waystone.webhooks_due();
+
+-- The stream log (docs/api.md, "The stream log"). A run is logged when it has a row in
+-- stream_logs (created resumable, or a client streams or joins it); its worker appends its
+-- live events (tokens, custom writes) to stream_events, fenced by its lease token. Event
+-- keys sort in the order the events are sent. Both are swept once the run ended long ago.
+CREATE TABLE waystone.stream_logs (
+    thread_id  text NOT NULL REFERENCES waystone.runs (thread_id) ON DELETE CASCADE,
+    number     integer NOT NULL,
+    run_id     text NOT NULL UNIQUE,
+    created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (thread_id, number)
+);
+
+CREATE TABLE waystone.stream_events (
+    run_id     text NOT NULL REFERENCES waystone.stream_logs (run_id) ON DELETE CASCADE,
+    event_key  text NOT NULL,
+    attempt    bigint NOT NULL,
+    event      text NOT NULL,
+    data       jsonb NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (run_id, event_key)
+);

@@ -43,6 +43,7 @@ from waystone.web.bodies import (
 )
 from waystone.web.follower import Follower
 from waystone.web.inputs import Paged, read, validated
+from waystone.web.live import LIVE_MODES
 from waystone.web.owners import Tokens
 from waystone.web.replies import HttpError, route_path
 
@@ -67,9 +68,6 @@ UNSUPPORTED = (
 # Modes whose events a run does not commit: a stream is made of what Postgres holds (so it
 # resumes by Last-Event-ID and joins from any server), and these would be lost on the way.
 NOT_COMMITTED = {
-    "custom": "what a node writes with get_stream_writer() is not saved with its step, and "
-    "Waystone streams only what is committed; put what the client needs in the graph's state "
-    "(it streams as values and updates)",
     "events": "LangChain's callback events are not saved with a step, and Waystone streams "
     "only what is committed; use updates, values, messages-tuple or debug",
 }
@@ -433,10 +431,12 @@ class Api:
         body: RunCreate,
         owner: str | None = None,
         user: dict[str, Any] | None = None,
+        live: bool = False,
     ) -> tuple[RunStatus, str]:
         """A new run on the thread (made for ``owner`` if it does not exist and the body
         says to), or an answer to the interrupt its run waits on. ``user``: the custom
-        auth's caller, as the run's configurable gives it to the graph."""
+        auth's caller, as the run's configurable gives it to the graph; ``live``: a stream
+        asks for its live events, which are then logged (as for ``stream_resumable``)."""
         given = [k for k in UNSUPPORTED if getattr(body, k) not in (None, {}, [], False)]
         if given:
             raise HttpError(
@@ -451,10 +451,13 @@ class Api:
             base = options or RunOptions()
             options = replace(base, configurable={**base.configurable, **user})
         webhook = body.webhook
+        logged = live or body.stream_resumable is True
 
         def create() -> RunStatus:
             url = None if webhook is None else self.webhooks.check(webhook)
             hooked = options if url is None else replace(options or RunOptions(), webhook=url)
+            if logged:  # kept as it is created: its worker logs its first events too
+                hooked = replace(hooked or RunOptions(), stream_log=True)
             if not self._exists(thread_id):
                 if if_not_exists != "create":
                     raise HttpError(404, f"thread {thread_id!r} not found")
@@ -468,9 +471,9 @@ class Api:
                     thread_id, metadata=metadata, if_exists="do_nothing", owner=owner
                 )
             if command is not None:
-                return self._resume(thread_id, command, url)
+                return self._resume(thread_id, command, url, logged)
             if run_input is None and self._at_breakpoint(thread_id):
-                return self._resume(thread_id, {"resume": None}, url)  # as the reference
+                return self._resume(thread_id, {"resume": None}, url, logged)  # as the reference
             return self.rt.start_on_thread(
                 graph_id,
                 run_input,
@@ -511,7 +514,9 @@ class Api:
             return False
         return True
 
-    def _resume(self, thread_id: str, command: dict[str, Any], webhook: str | None) -> RunStatus:
+    def _resume(
+        self, thread_id: str, command: dict[str, Any], webhook: str | None, logged: bool = False
+    ) -> RunStatus:
         if set(command) - {"resume"} or "resume" not in command:
             raise HttpError(422, 'Waystone answers a command of {"resume": value} only, for now')
         if self.rt.thread(thread_id).state is None:
@@ -520,6 +525,8 @@ class Api:
         if current.state != "waiting" or current.waiting_for != RESUME:
             raise HttpError(409, f"thread {thread_id}'s run waits on no interrupt to resume")
         hook = None
+        if logged and current.run_number is not None:  # before the answer wakes a worker
+            self.rt.log_stream(thread_id, current.run_number)
         if webhook is not None:  # for the run's next stop
             assert current.run_number is not None  # a waiting run has its number
             hook = self.rt.webhooks.arm(thread_id, current.run_number, webhook, resuming=True)
@@ -569,10 +576,12 @@ class Api:
         resuming = body.command is not None or body.input is None
         # a resume streams from where the run stopped: what it sent up to there is old
         start = await run_in_threadpool(self._latest, thread_id) if resuming else None
-        status, _ = await self._create(thread_id, body, owner, user)
+        live = bool(set(modes) & set(LIVE_MODES))
+        status, _ = await self._create(thread_id, body, owner, user, live=live)
         after = stream.resumed_from(start) if start is not None else None
         answered = {i["id"] for i in status.interrupts}
-        return self._sse(status, modes, after, answered, subgraphs)
+        cancel = body.on_disconnect == "cancel"
+        return self._sse(status, modes, after, answered, subgraphs, cancel=cancel)
 
     async def join_stream(self, request: Request) -> Response:
         p = request.path_params
@@ -582,7 +591,11 @@ class Api:
         asked = _queried_modes(request.query_params.getlist("stream_mode"))
         modes = _modes(asked or list(stream.JOINED))
         last = request.headers.get("last-event-id") or None
-        return self._sse(status, modes, last, set())
+        if set(modes) & set(LIVE_MODES) and status.run_number is not None:
+            # from its next drive, if a worker drives it now (see waystone._streams)
+            await run_in_threadpool(self.rt.log_stream, status.thread_id, status.run_number)
+        cancel = (request.query_params.get("cancel_on_disconnect") or "").lower() in ("true", "1")
+        return self._sse(status, modes, last, set(), cancel=cancel)
 
     def _latest(self, thread_id: str) -> StateSnapshot | None:
         try:
@@ -599,12 +612,19 @@ class Api:
         after: str | None,
         answered: set[str],
         subgraphs: bool = False,
+        *,
+        cancel: bool = False,
     ) -> Response:
+        """``cancel``: the run is cancelled when the client goes away before its end
+        (``on_disconnect: "cancel"``)."""
         thread_id, run_id = status.thread_id, status.run_id
         assert run_id is not None
         path = f"/threads/{thread_id}/runs/{run_id}"
+        events = follow.events(self.rt, self.follower, status, modes, after, answered, subgraphs)
+        if cancel:
+            events = follow.cancelled_on_disconnect(self.rt, status, events)
         return StreamingResponse(
-            follow.events(self.rt, self.follower, status, modes, after, answered, subgraphs),
+            events,
             media_type="text/event-stream",
             headers={"Location": f"{path}/stream", "Content-Location": path},
         )
@@ -715,12 +735,13 @@ def _modes(given: Any) -> tuple[str, ...]:
     for mode in modes:
         if mode in NOT_COMMITTED:
             raise HttpError(422, f"stream_mode {mode} is not supported: {NOT_COMMITTED[mode]}")
-    wrong = [m for m in modes if m not in stream.MODES]
+    supported = (*stream.MODES, *LIVE_MODES)
+    wrong = [m for m in modes if m not in supported]
     if wrong:
         raise HttpError(
             422,
             f"stream_mode {', '.join(map(str, wrong))} is not supported yet "
-            f"(supported: {', '.join(stream.MODES)})",
+            f"(supported: {', '.join(dict.fromkeys(supported))})",
         )
     return tuple(modes)
 

@@ -101,6 +101,8 @@ class RunCreate(Body):
     stream_subgraphs: bool | None = None
     multitask_strategy: MultitaskStrategy | None = None
     if_not_exists: Literal["create", "reject"] | None = None
+    stream_resumable: bool | None = None  # its live events are logged for a later join
+    on_disconnect: Literal["cancel", "continue"] | None = None  # its stream's client leaves
     # the reference's, not done by Waystone yet: refused when given
     checkpoint: JsonObject | None = None
     checkpoint_id: str | None = None

@@ -2,7 +2,8 @@
 process reads, every ``TICK_S``, the run row and the newest checkpoint of every thread
 followed in that process, in one query, and wakes the followers of each thread whose
 row or newest checkpoint changed. A process of a hundred streams makes one query per
-tick, not a hundred; a stream reads its run again only when it moved. The graph's own
+tick, not a hundred; a stream reads its run again only when it moved (or, for a run whose
+live events it streams, when its stream log grew). The graph's own
 checkpoints are enough: a subgraph's are streamed once the graph's next one commits (see
 :mod:`waystone.web.checkpoints`), and each reads as one step back along the primary key.
 
@@ -41,16 +42,22 @@ class Follower:
         self.rt = rt
         self._waiting: dict[str, set[asyncio.Event]] = {}
         self._marks: dict[str, tuple[Any, ...]] = {}
+        self._logged: dict[str, str] = {}  # a thread's run whose stream log is followed
         self._task: asyncio.Task[None] | None = None
         self._someone = asyncio.Event()
 
     @contextlib.asynccontextmanager
-    async def follow(self, thread_id: str) -> AsyncIterator[asyncio.Event]:
+    async def follow(
+        self, thread_id: str, logged: str | None = None
+    ) -> AsyncIterator[asyncio.Event]:
         """An event set now (read the run once at the start) and at each change of the
-        thread's run, until the block ends; clear it before each read."""
+        thread's run (``logged``: and of that run's stream log), until the block ends;
+        clear it before each read."""
         changed = asyncio.Event()
         changed.set()
         self._waiting.setdefault(thread_id, set()).add(changed)
+        if logged is not None:
+            self._logged[thread_id] = logged
         self._someone.set()
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run())
@@ -62,6 +69,7 @@ class Follower:
             if not followers:
                 self._waiting.pop(thread_id, None)
                 self._marks.pop(thread_id, None)
+                self._logged.pop(thread_id, None)
 
     async def close(self) -> None:
         """Stop following (the server shuts down): its task ends with the loop's life."""
@@ -84,7 +92,8 @@ class Follower:
 
     async def _tick(self) -> None:
         threads = list(self._waiting)
-        rows = await run_in_threadpool(self._read, threads)
+        logged = [self._logged.get(thread_id) for thread_id in threads]
+        rows = await run_in_threadpool(self._read, threads, logged)
         for row in rows:
             thread_id = row.pop("thread_id")
             mark = tuple(row.values())
@@ -93,6 +102,7 @@ class Follower:
                 for changed in self._waiting.get(thread_id, ()):
                     changed.set()
 
-    def _read(self, threads: list[str]) -> list[dict[str, Any]]:
+    def _read(self, threads: list[str], logged: list[str | None]) -> list[dict[str, Any]]:
         with self.rt.connection() as conn:
-            return list(conn.execute(sql.query("follow_marks"), {"threads": threads}).fetchall())
+            params = {"threads": threads, "logged": logged}
+            return list(conn.execute(sql.query("follow_marks"), params).fetchall())

@@ -5,13 +5,15 @@ It has a thread of its own, not a claim slot's turn: a worker whose slots all dr
 runs still ticks on time. A cron made or changed anywhere wakes it (``NOTIFY
 waystone_crons``, heard by the worker's listener); the worker's poll interval bounds its
 sleep, as a fallback for a lost notification. Any number of tickers may be up: a tick is
-taken by one of them (see :mod:`waystone._runtime.crons`).
+taken by one of them (see :mod:`waystone._runtime.crons`). It also sweeps the stream logs
+past their retention (:mod:`waystone._streams.log`), once a minute.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 import psycopg
@@ -23,6 +25,7 @@ from waystone.runtime import Runtime
 logger = logging.getLogger(__name__)
 
 CHANNEL = "waystone_crons"
+SWEEP_S = 60.0  # how often it deletes the stream logs past their retention
 OUTAGE = RetryPolicy(base_delay_s=0.5, max_delay_s=5.0, jitter=False)  # attempts unbounded
 
 
@@ -42,6 +45,7 @@ class CronTicker:
         self.stopping, self.poll_seconds = stopping, poll_seconds
         self.wake = threading.Event()
         self.ticked = 0
+        self.swept_at: float | None = None
 
     def start(self) -> threading.Thread:
         thread = threading.Thread(target=self.run, name="waystone-ticker", daemon=True)
@@ -54,6 +58,7 @@ class CronTicker:
             self.wake.clear()
             try:
                 self.ticked += self.rt.crons.tick(self.agents(), self.owner)
+                self._sweep()
                 timeout = self._until_next()
                 outages = 0
             except (DatabaseUnavailable, psycopg.OperationalError) as exc:
@@ -64,6 +69,13 @@ class CronTicker:
                 logger.error("ticker: a tick failed: %s", exc)
                 timeout = self.poll_seconds
             self.wake.wait(timeout)
+
+    def _sweep(self) -> None:
+        """Stream logs past their retention go, once a minute (any ticker may)."""
+        now = time.monotonic()
+        if self.swept_at is None or now - self.swept_at >= SWEEP_S:
+            self.swept_at = now
+            self.rt.sweep_stream_logs()
 
     def _until_next(self) -> float:
         """Until the next cron is due, at most the poll interval. One already due that
