@@ -38,7 +38,6 @@ USE_STREAM_NOT_YET = {
     ),
 }
 PROTOCOL_NOT_YET = {
-    "the answer grows token by token before its step ends": LIVE,
     "a regenerate (run.start forking from a checkpoint) answers again from there": (
         "checkpoint on a run is refused until slice options"
     ),

@@ -133,7 +133,8 @@ class Protocol:
             fields["command"] = {"resume": run_input}  # the thread waits: the input answers
         else:
             fields["input"] = run_input
-        status, _ = await self.api._create(thread_id, _body(fields), owner)
+        # the protocol streams every run it starts: its live events are logged
+        status, _ = await self.api._create(thread_id, _body(fields), owner, live=True)
         return {"run_id": status.run_id}
 
     async def _input_respond(
@@ -150,7 +151,7 @@ class Protocol:
                 "no_such_interrupt", f"Unknown or already-consumed interrupt: {unknown[0]}"
             )
         body = _body({"assistant_id": status.agent, "command": {"resume": answers}})
-        await self.api._create(thread_id, body, owner)
+        await self.api._create(thread_id, body, owner, live=True)
         return {}
 
     async def _state_get(

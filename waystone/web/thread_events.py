@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.concurrency import run_in_threadpool
 
 from waystone.errors import UnknownThread
-from waystone.web import follow, protocol_events, stream
+from waystone.web import follow, live, protocol_events, stream
 from waystone.web.protocol_events import Filter, Messages
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ class ThreadEvents:
         (where the next phase starts)."""
         run_id, graph = status.run_id or "", status.agent
         yield protocol_events.lifecycle(run_id, phase, "running", graph), after
-        modes = tuple(m for m in WANTED if m in stream.MODES)
+        modes = tuple(m for m in WANTED if m in stream.MODES or m in live.LIVE_MODES)
         messages = Messages()
         made = follow.events(
             self.rt, self.follower, status, modes, after, set(answered or ()), True
