@@ -24,17 +24,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 LIVE = "tokens as the model makes them come with the live stream log (slice live)"
 USE_STREAM_NOT_YET = {
     "runs.stream with every stream mode, subgraphs, resumable, continue on disconnect": (
-        "custom and events are refused until the live stream log (slices live, modes)"
+        "events is refused: LangChain's callback events are not logged yet"
     ),
     "a regenerate (checkpoint on a run) answers again from that checkpoint": (
         "checkpoint on a run is refused until slice options"
-    ),
-    "a cancel (the hook's stop) ends the run before its answer": (
-        "no message is streamed before its step commits, so the stop comes after the run "
-        "ended: " + LIVE
-    ),
-    "onDisconnect cancel: a stream the client leaves cancels its run": (
-        "on_disconnect is not applied yet (slices options, live)"
     ),
 }
 PROTOCOL_NOT_YET = {

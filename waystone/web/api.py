@@ -451,7 +451,9 @@ class Api:
             base = options or RunOptions()
             options = replace(base, configurable={**base.configurable, **user})
         webhook = body.webhook
-        logged = live or body.stream_resumable is True
+        # a run made to be joined (useStream's create-then-join) logs what its stream asks
+        asked = [body.stream_mode] if isinstance(body.stream_mode, str) else body.stream_mode
+        logged = live or body.stream_resumable is True or bool(set(asked or ()) & set(LIVE_MODES))
 
         def create() -> RunStatus:
             url = None if webhook is None else self.webhooks.check(webhook)

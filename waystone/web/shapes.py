@@ -39,6 +39,8 @@ def run(
 ) -> dict[str, Any]:
     """The thread's current run, with the ``metadata`` it was created with."""
     shown = _run(status.run_id, status.thread_id, assistant, status.state, status.updated_at)
+    if _cancelled(status.state, status.reason):
+        shown["status"] = "interrupted"
     return {**shown, "metadata": metadata or {}}
 
 
@@ -49,8 +51,16 @@ def past_run(
     shown = _run(past["run_id"], thread_id, assistant, past["state"], past["created_at"])
     if past.get("stopped_as") in ("interrupt", "supersede"):  # a later run stopped it
         shown["status"] = "interrupted"
+    if _cancelled(past["state"], past.get("reason")):
+        shown["status"] = "interrupted"
     updated = past["ended_at"] or past["created_at"]
     return {**shown, "updated_at": updated, "metadata": metadata or {}}
+
+
+def _cancelled(state: str, reason: str | None) -> bool:
+    """A run cancelled (``Runtime.cancel``): ``interrupted``, as the reference shows a run
+    its cancel (``action=interrupt``) stopped."""
+    return state == "failed" and (reason or "").startswith("cancelled by ")
 
 
 def _run(run_id: str | None, thread_id: str, assistant: str, state: str, at: str) -> dict[str, Any]:
