@@ -41,6 +41,7 @@ CORE = (
     "waystone.effects",
     "waystone._checkpointing",
     "waystone._privacy",
+    "waystone._store",
     "waystone._webhooks",
 )
 PRESET = ("waystone.preset",)
@@ -167,7 +168,16 @@ def test_a_lazy_import_against_the_rings_is_found(tmp_path: Path) -> None:
 
 
 # The core's rooms from the bottom up, as docs/architecture.md draws them.
-CORE_ROOMS = ("_privacy", "_checkpointing", "_runs", "effects", "_webhooks", "_runtime", "runtime")
+CORE_ROOMS = (
+    "_privacy",
+    "_store",
+    "_checkpointing",
+    "_runs",
+    "effects",
+    "_webhooks",
+    "_runtime",
+    "runtime",
+)
 
 
 def room(module: str) -> str:

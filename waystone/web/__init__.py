@@ -41,6 +41,7 @@ def create_app(
 
     from waystone.errors import BadInput
     from waystone.web import crons, operator, owners, pages, thread_edits
+    from waystone.web import store as store_api
     from waystone.web.api import Api
     from waystone.web.calls import Site
     from waystone.web.gate import Gate
@@ -70,6 +71,7 @@ def create_app(
             *api.routes(),
             *crons.routes(api),
             *thread_edits.routes(api, api.changes, api.reads),
+            *store_api.routes(api),
             *operator.routes(site),
             *pages.routes(site),
         ],

@@ -6,12 +6,16 @@ runs still ticks on time. A cron made or changed anywhere wakes it (``NOTIFY
 waystone_crons``, heard by the worker's listener); the worker's poll interval bounds its
 sleep, as a fallback for a lost notification. Any number of tickers may be up: a tick is
 taken by one of them (see :mod:`waystone._runtime.crons`).
+
+The same thread sweeps the store's expired items, every ``store.ttl.sweep_interval_minutes``
+(five by default): one delete, whichever worker comes first.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 import psycopg
@@ -42,6 +46,7 @@ class CronTicker:
         self.stopping, self.poll_seconds = stopping, poll_seconds
         self.wake = threading.Event()
         self.ticked = 0
+        self.swept_at: float | None = None  # monotonic time of the last store sweep
 
     def start(self) -> threading.Thread:
         thread = threading.Thread(target=self.run, name="waystone-ticker", daemon=True)
@@ -54,7 +59,7 @@ class CronTicker:
             self.wake.clear()
             try:
                 self.ticked += self.rt.crons.tick(self.agents(), self.owner)
-                timeout = self._until_next()
+                timeout = min(self._until_next(), self._sweep())
                 outages = 0
             except (DatabaseUnavailable, psycopg.OperationalError) as exc:
                 outages += 1
@@ -64,6 +69,18 @@ class CronTicker:
                 logger.error("ticker: a tick failed: %s", exc)
                 timeout = self.poll_seconds
             self.wake.wait(timeout)
+
+    def _sweep(self) -> float:
+        """Sweep the store when its time has come; until the next sweep."""
+        every = self.rt.store_sweep_seconds
+        now = time.monotonic()
+        if self.swept_at is None or now - self.swept_at >= every:
+            swept = self.rt.sweep_store()
+            self.swept_at = now
+            if swept:
+                logger.info("ticker: swept %d expired store items", swept)
+            return every
+        return every - (now - self.swept_at)
 
     def _until_next(self) -> float:
         """Until the next cron is due, at most the poll interval. One already due that
