@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from tests.support.store_graphs import MEMORIES, amemo_graph, memo_graph
 from waystone import Runtime, Settings
 from waystone.config import parse_key
 from waystone.runtime import RunStatus
+from waystone.worker.ticker import CronTicker
 
 EMAIL = "ottoline.quayle@example.com"
 CARD = "4111111111111111"
@@ -156,3 +158,24 @@ def test_expired_items_are_not_read_and_a_sweep_deletes_them(
     assert rt.store.get(MEMORIES, "brief") is None
     assert rt.sweep_store() == 1
     assert [k for (k,) in sql.execute("SELECT key FROM public.store").fetchall()] == ["kept"]
+
+
+def test_a_workers_ticker_sweeps_the_expired_items(
+    database_url: str, tmp_path: Path, sql: psycopg.Connection[Any]
+) -> None:
+    config = tmp_path / "langgraph.json"
+    ttl = {"sweep_interval_minutes": 0.001, "default_ttl": 0.001}  # 60 ms each
+    config.write_text(json.dumps({"graphs": {}, "store": {"ttl": ttl}}))
+    stopping = threading.Event()
+    with Runtime(Settings(database_url=database_url, langgraph_json=config)) as rt:
+        rt.store.put(MEMORIES, "brief", {"note": "soon gone"})  # the default TTL
+        rt.store.put(MEMORIES, "kept", {"note": "stays"}, ttl=None)
+        ticker = CronTicker(rt, list, "test-worker", stopping, poll_seconds=0.05)
+        thread = ticker.start()
+        try:
+            rows = "SELECT key FROM public.store"
+            wait_until(lambda: sql.execute(rows).fetchall() == [("kept",)], "the sweep")
+        finally:
+            stopping.set()
+            ticker.wake.set()
+            thread.join(timeout=10)
