@@ -107,7 +107,9 @@ def test_the_store_answers_with_the_references_shapes_and_codes(
         bad = {"namespace": ["a.b"], "key": "k", "value": {}}
         assert http.put("/store/items", json=bad).status_code == 422
         reserved = {"namespace": ["langgraph"], "key": "k", "value": {}}
-        assert http.put("/store/items", json=reserved).status_code == 422
+        assert http.put("/store/items", json=reserved).status_code == 400
+        empty = {"namespace": [], "key": "k", "value": {}}
+        assert http.put("/store/items", json=empty).status_code == 400
         assert http.put("/store/items", json={"namespace": ["a"], "key": "k"}).status_code == 422
     with httpx.Client(base_url=api) as anonymous:
         put = {"namespace": ["a"], "key": "k3", "value": {}}

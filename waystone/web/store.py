@@ -58,8 +58,6 @@ class StoreRoutes:
     async def put(self, request: Request) -> Response:
         body = await read(request, StorePut)
         labels, store = namespace(body.namespace), self._store(request)
-        if not labels:
-            raise HttpError(422, "namespace must hold at least one label")
         await _call(lambda: store.put(labels, body.key, body.value, body.index, ttl=body.ttl))
         return Response(status_code=204)
 
@@ -114,8 +112,9 @@ class StoreRoutes:
 
 
 async def _call(work: Any) -> Any:
-    """``work`` on a thread; a namespace the store refuses (``("langgraph", ...)``) is 422."""
+    """``work`` on a thread; a namespace the store refuses (empty, ``("langgraph", ...)``)
+    is 400, as the reference answers it."""
     try:
         return await run_in_threadpool(work)
     except InvalidNamespaceError as exc:
-        raise HttpError(422, str(exc)) from None
+        raise HttpError(400, str(exc)) from None
