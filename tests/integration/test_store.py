@@ -13,6 +13,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from langgraph.store.memory import InMemoryStore
 
 from tests.conftest import ENCRYPTION_KEY, wait_until
 from tests.support.scan import scan
@@ -179,3 +180,15 @@ def test_a_workers_ticker_sweeps_the_expired_items(
             stopping.set()
             ticker.wake.set()
             thread.join(timeout=10)
+
+
+def test_a_store_of_your_own_is_the_one_nodes_and_callers_get(database_url: str) -> None:
+    mine = InMemoryStore()
+    settings = Settings(database_url=database_url)
+    own_store = memo_graph().compile(store=InMemoryStore())  # compiled with a store: kept
+    with Runtime(settings, graphs={"memo": memo_graph, "own": own_store}, store=mine) as rt:
+        assert rt.store is mine
+        assert rt.invoke("memo", {"key": "k", "note": "n"}).state == "done"
+        assert mine.get(MEMORIES, "k") is not None
+        assert rt.invoke("own", {"key": "elsewhere", "note": "n"}).state == "done"
+        assert mine.get(MEMORIES, "elsewhere") is None
