@@ -100,6 +100,30 @@ parent.add_edge(START, "first")
 parent.add_edge("first", "child")
 parent.add_edge("child", END)
 nested = parent.compile()
+
+
+def remember(state: dict) -> dict:  # the store, as a node reaches it (get_store())
+    from langgraph.config import get_store
+
+    store = get_store()
+    store.put(("memories",), state["key"], {"note": state["note"]})
+    return {"found": sorted(i.key for i in store.search(("memories",), limit=100))}
+
+
+from typing import TypedDict  # noqa: E402
+
+
+class Memo(TypedDict, total=False):
+    key: str
+    note: str
+    found: list
+
+
+memo_builder = StateGraph(Memo)
+memo_builder.add_node("remember", remember)
+memo_builder.add_edge(START, "remember")
+memo_builder.add_edge("remember", END)
+memo = memo_builder.compile()
 """
 
 
@@ -239,6 +263,7 @@ def script(url: str, api_key: str | None, gates: Path) -> list[tuple[str, Any]]:
             seen.append((f"{what}: messages", said))
         seen += double_texting(lg, gates)
         seen += streams(lg)
+        seen += store_calls(lg)
     return seen
 
 
@@ -263,6 +288,47 @@ def streams(lg: Any) -> list[tuple[str, Any]]:
         seen.append((f"subgraphs, run {n + 1}", [_part(p) for p in parts[1:]]))
     parts = list(lg.runs.stream(nested, "nested", input=hi, stream_mode=modes[:3]))
     seen.append(("no subgraphs", [_part(p) for p in parts[1:]]))
+    return seen
+
+
+def store_calls(lg: Any) -> list[tuple[str, Any]]:
+    """The store's routes, and a node's store: the same items. A listing's order is left
+    out (the reference's in-memory store lists in put order, its Postgres one and
+    Waystone's the newest first)."""
+    seen: list[tuple[str, Any]] = []
+    lg.store.put_item(["a", "b"], "k1", {"n": 1, "tag": "x"})
+    lg.store.put_item(["a", "c"], "k2", {"n": 2, "tag": "y"}, ttl=60)
+    item = lg.store.get_item(["a", "b"], "k1")
+    seen.append(("store: item", (sorted(item), item["namespace"], item["value"])))
+    seen.append(("store: no item", lg.store.get_item(["a", "b"], "none")))
+    found = lg.store.search_items(["a"])["items"]
+    seen.append(("store: search", sorted((i["key"], sorted(i)) for i in found)))
+    tagged = lg.store.search_items(["a"], filter={"tag": "y"})["items"]
+    seen.append(("store: filter", [(i["key"], i["score"]) for i in tagged]))
+    for what, given in [
+        ("store: namespaces", {}),
+        ("store: namespaces, depth 1", {"prefix": ["a"], "max_depth": 1}),
+        ("store: namespaces, suffix", {"suffix": ["c"]}),
+    ]:
+        seen.append((what, sorted(lg.store.list_namespaces(**given)["namespaces"])))
+    lg.store.delete_item(["a", "b"], "k1")
+    seen.append(("store: deleted", lg.store.get_item(["a", "b"], "k1")))
+    lg.store.put_item(["memories"], "from-sdk", {"note": "put by the client"})
+    t = lg.threads.create()["thread_id"]
+    done = lg.runs.wait(t, "memo", input={"key": "from-node", "note": "put by the node"})
+    seen.append(("store: a node's search", done["found"]))
+    memories = lg.store.search_items(["memories"])["items"]
+    seen.append(("store: the node's item", sorted(i["key"] for i in memories)))
+    for what, body in [
+        ("store: a label with a period", {"namespace": ["a.b"], "key": "k", "value": {}}),
+        ("store: the reserved label", {"namespace": ["langgraph"], "key": "k", "value": {}}),
+        ("store: no value", {"namespace": ["a"], "key": "k"}),
+    ]:
+        try:
+            lg.http.put("/store/items", json=body)
+            seen.append((what, "accepted"))
+        except httpx.HTTPStatusError as exc:
+            seen.append((what, exc.response.status_code))
     return seen
 
 
@@ -318,6 +384,7 @@ def main() -> int:
                         "assist": "./agent.py:graph",
                         "gated": "./agent.py:gated",
                         "nested": "./agent.py:nested",
+                        "memo": "./agent.py:memo",
                     },
                 }
             )
