@@ -17,7 +17,7 @@ from waystone.errors import BadInput
 
 def test_an_owners_namespace_gets_its_label_and_loses_it_when_shown() -> None:
     label = owner_label("ana@example.com")
-    assert "." not in label and "ana" not in label and label.startswith("owner:")
+    assert label.startswith("owner:") and label[6:].isalpha() and "ana" not in label
     assert owned(("memories",), "ana@example.com") == (label, "memories")
     assert shown((label, "memories"), "ana@example.com") == ("memories",)
     assert owned(("memories",), None) == ("memories",) == shown(("memories",), None)

@@ -3,7 +3,7 @@
 another owner's prefix is never reachable from it. The operator (owner ``None``) works on
 the namespaces as stored, as a graph's node does in a run with no owner.
 
-The digest (of the owner's name) keeps an owner's name, which may be an email, out of
+The digest (of the owner's name, in letters) keeps an owner's name, which may be an email, out of
 the stored labels, and a label free of periods (which a namespace label may not hold).
 """
 
@@ -27,11 +27,13 @@ from langgraph.store.base import (
 )
 
 Namespace = tuple[str, ...]
+_LETTERS = str.maketrans("0123456789abcdef", "abcdefghijklmnop")
 
 
 def owner_label(owner: str) -> str:
-    """The first label of ``owner``'s namespaces."""
-    return "owner:" + hashlib.sha256(owner.encode()).hexdigest()[:20]
+    """The first label of ``owner``'s namespaces: letters only, so that the redaction of
+    every label on its way to Postgres never takes a run of digits for a phone number."""
+    return "owner:" + hashlib.sha256(owner.encode()).hexdigest()[:20].translate(_LETTERS)
 
 
 def owned(namespace: Iterable[str], owner: str | None) -> Namespace:
