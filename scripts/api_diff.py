@@ -7,7 +7,11 @@ on the same graph; prints what each answered and every difference.
 The script drives a chat graph that hands a question to a person (``interrupt()``)
 through the official client: a thread, a message, a question and its interrupt, the
 answer by ``command``, another message, the state, the history and the runs; then a run
-made while another is held at a gate (a file), with each ``multitask_strategy``. What is
+made while another is held at a gate (a file), with each ``multitask_strategy``; then
+what LangGraph's own clients send: each stream mode alone on a graph whose model streams
+tokens and writes a custom event, a regenerate (a run from an earlier ``checkpoint_id``),
+assistants made by a user and their versions, the store, and JSON bodies sent as
+``text/plain``. What is
 compared is what a client can rely on: the keys of each answer, the statuses, the
 messages (type and content), the interrupts' values and the shape of the history; ids
 and times differ by nature. Waystone runs on an embedded Postgres with one worker.
@@ -36,8 +40,12 @@ TOKEN = "api-diff"
 GRAPH = """
 import os
 import time
+from typing import TypedDict
 
-from langchain_core.messages import AIMessage
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langgraph.config import get_store, get_stream_writer
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import interrupt
 
@@ -102,15 +110,46 @@ parent.add_edge("child", END)
 nested = parent.compile()
 
 
-def remember(state: dict) -> dict:  # the store, as a node reaches it (get_store())
-    from langgraph.config import get_store
+class Echo(BaseChatModel):
+    # a fake model: says the last message back in three tokens
+    @property
+    def _llm_type(self) -> str:
+        return "echo"
 
+    def _words(self, messages):
+        return ["echo ", f"{messages[-1].content} ", "done"]
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        text = "".join(self._words(messages))
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
+
+    def _stream(self, messages, stop=None, run_manager=None, **kwargs):
+        for word in self._words(messages):
+            chunk = ChatGenerationChunk(message=AIMessageChunk(content=word))
+            if run_manager is not None:
+                run_manager.on_llm_new_token(word, chunk=chunk)
+            yield chunk
+
+
+MODEL = Echo()
+
+
+def talk(state: MessagesState) -> dict:
+    get_stream_writer()({"progress": "thinking"})
+    return {"messages": [MODEL.invoke(state["messages"])]}
+
+
+talker = StateGraph(MessagesState)
+talker.add_node("talk", talk)
+talker.add_edge(START, "talk")
+talker.add_edge("talk", END)
+chat = talker.compile()
+
+
+def remember(state: dict) -> dict:  # the store, as a node reaches it (get_store())
     store = get_store()
     store.put(("memories",), state["key"], {"note": state["note"]})
     return {"found": sorted(i.key for i in store.search(("memories",), limit=100))}
-
-
-from typing import TypedDict  # noqa: E402
 
 
 class Memo(TypedDict, total=False):
@@ -263,8 +302,129 @@ def script(url: str, api_key: str | None, gates: Path) -> list[tuple[str, Any]]:
             seen.append((f"{what}: messages", said))
         seen += double_texting(lg, gates)
         seen += streams(lg)
-        seen += store_calls(lg)
+        seen += every_mode(lg)
+        seen += regenerate(lg)
+        seen += assistants(lg)
+        seen += store(lg)
+    seen += plain_bodies(url, api_key)
     return seen
+
+
+MODES = (
+    "values",
+    "updates",
+    "messages-tuple",
+    "messages",
+    "custom",
+    "events",
+    "debug",
+    "checkpoints",
+    "tasks",
+    "tools",
+)
+
+
+def every_mode(lg: Any) -> list[tuple[str, Any]]:
+    """Each stream mode alone, on a graph whose model streams tokens and whose node writes
+    a custom event: what each event is (see :func:`_shape`)."""
+    seen: list[tuple[str, Any]] = []
+    for mode in MODES:
+        t = lg.threads.create()["thread_id"]
+        try:
+            parts = list(lg.runs.stream(t, "chat", input=_say("hi"), stream_mode=mode))
+            seen.append((f"mode {mode}", [_shape(p) for p in parts[1:]]))
+        except httpx.HTTPStatusError as exc:
+            seen.append((f"mode {mode}", exc.response.status_code))
+    return seen
+
+
+def _shape(part: Any) -> Any:
+    """What a client can rely on in an event of any mode."""
+    event, data = part.event, part.data
+    if event == "messages":  # messages-tuple: a chunk and its metadata
+        return [event, data[0]["type"], data[0]["content"], data[1].get("langgraph_node")]
+    if event.startswith("messages/"):
+        if event == "messages/metadata":
+            return [event, sorted(next(iter(data.values()))["metadata"])[:3]]
+        return [event, [(m["type"], m["content"]) for m in data]]
+    if event == "events":
+        return [event, data["event"], data.get("name")]
+    if event in ("values", "custom"):
+        return [event, _messages(data) if event == "values" else data]
+    if event == "updates":
+        return [event, sorted(data)]
+    if event in ("checkpoints", "tasks", "tools"):
+        return [event, sorted(data), data.get("name")]
+    if event == "debug":
+        return [event, data["type"]]
+    return [event]
+
+
+def regenerate(lg: Any) -> list[tuple[str, Any]]:
+    """A run from an earlier checkpoint (``checkpoint_id``), as a chat UI regenerates an
+    answer: the state goes on from there, the old answer replaced."""
+    t = lg.threads.create()["thread_id"]
+    lg.runs.wait(t, "chat", input=_say("hi"))
+    history = lg.threads.get_history(t, limit=100)
+    before = [h for h in history if h["next"] == ["talk"]][0]
+    try:
+        again = lg.runs.wait(t, "chat", input=None, checkpoint_id=before["checkpoint_id"])
+    except httpx.HTTPStatusError as exc:
+        return [("regenerate", exc.response.status_code)]
+    after = lg.threads.get_history(t, limit=100)
+    return [
+        ("regenerate: messages", _messages(again)),
+        ("regenerate: history", [len(_texts(h["values"])) for h in after]),
+    ]
+
+
+def assistants(lg: Any) -> list[tuple[str, Any]]:
+    """Assistants made by a user, their versions; the graphs' own, found as Studio finds
+    them (``metadata.created_by: system``)."""
+    seen: list[tuple[str, Any]] = []
+    system = lg.assistants.search(metadata={"created_by": "system"}, limit=100)
+    seen.append(("system assistants", sorted(a["graph_id"] for a in system)))
+    try:
+        made = lg.assistants.create(
+            "chat", config={"configurable": {"tone": "dry"}}, metadata={"team": "a"}, name="mine"
+        )
+    except httpx.HTTPStatusError as exc:
+        return [*seen, ("assistant create", exc.response.status_code)]
+    seen.append(("assistant keys", sorted(made)))
+    seen.append(("assistant version", made["version"]))
+    changed = lg.assistants.update(made["assistant_id"], metadata={"team": "b"})
+    seen.append(("assistant updated", (changed["version"], changed["metadata"])))
+    versions = lg.assistants.get_versions(made["assistant_id"])
+    seen.append(("assistant versions", sorted(v["version"] for v in versions)))
+    latest = lg.assistants.set_latest(made["assistant_id"], 1)
+    seen.append(("assistant latest", (latest["version"], latest["metadata"])))
+    found = lg.assistants.search(metadata={"team": "a"})
+    seen.append(("assistant search", [a["name"] for a in found]))
+    t = lg.threads.create()["thread_id"]
+    done = lg.runs.wait(t, made["assistant_id"], input=_say("hi"))
+    seen.append(("assistant run", _messages(done)))
+    subgraphs = lg.assistants.get_subgraphs("nested")
+    seen.append(("assistant subgraphs", sorted(subgraphs)))
+    lg.assistants.delete(made["assistant_id"])
+    try:
+        lg.assistants.get(made["assistant_id"])
+        seen.append(("assistant deleted", 200))
+    except httpx.HTTPStatusError as exc:
+        seen.append(("assistant deleted", exc.response.status_code))
+    return seen
+
+
+def plain_bodies(url: str, api_key: str | None) -> list[tuple[str, Any]]:
+    """JSON sent as ``text/plain``, as LangGraph Studio sends it."""
+    headers = {"content-type": "text/plain;charset=UTF-8"}
+    if api_key:
+        headers["x-api-key"] = api_key
+    made = httpx.post(f"{url}/threads", content=json.dumps({"metadata": {"a": 1}}), headers=headers)
+    found = httpx.post(f"{url}/assistants/search", content="{}", headers=headers)
+    return [
+        ("text/plain thread", (made.status_code, sorted(made.json()) if made.is_success else None)),
+        ("text/plain search", (found.status_code, len(found.json()) if found.is_success else None)),
+    ]
 
 
 def streams(lg: Any) -> list[tuple[str, Any]]:
@@ -291,7 +451,7 @@ def streams(lg: Any) -> list[tuple[str, Any]]:
     return seen
 
 
-def store_calls(lg: Any) -> list[tuple[str, Any]]:
+def store(lg: Any) -> list[tuple[str, Any]]:
     """The store's routes, and a node's store: the same items. A listing's order is left
     out (the reference's in-memory store lists in put order, its Postgres one and
     Waystone's the newest first)."""
@@ -384,6 +544,7 @@ def main() -> int:
                         "assist": "./agent.py:graph",
                         "gated": "./agent.py:gated",
                         "nested": "./agent.py:nested",
+                        "chat": "./agent.py:chat",
                         "memo": "./agent.py:memo",
                     },
                 }
@@ -420,6 +581,9 @@ def main() -> int:
                 "PYTHONPATH": str(ROOT),
                 "API_DIFF_GATES": str(project / "gates-ours"),
             }
+            # a new home's database has no schema, and the servers apply none themselves
+            migrate = [sys.executable, "-m", "waystone", "migrate"]
+            subprocess.run(migrate, env=env, cwd=project, check=True, capture_output=True)
             procs.append(
                 subprocess.Popen(
                     [sys.executable, "-m", "waystone", "worker"],

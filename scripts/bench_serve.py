@@ -1,16 +1,18 @@
 """Many clients streaming at once from one server: ``waystone api`` and ``langgraph dev``.
 
     python scripts/bench_serve.py [--clients 100] [--concurrency 100] [--model-seconds 0.5]
-                                  [--skip-reference] [--langgraph PATH] [--json]
+                                  [--tokens 20] [--skip-reference] [--langgraph PATH] [--json]
 
 Each client (the official ``langgraph-sdk`` async client) creates a thread of a small
-chat graph (two nodes: an echo that waits ``--model-seconds`` as a model would, then a
-note), starts a run on it with ``runs.stream`` (``values``, ``updates`` and
-``messages-tuple``) and reads the stream to its end, all clients at once. Printed per
-server: the first-event latency (from the request to the first event after
-``metadata``; p50, p95, max), the events per second over the burst (events, ``metadata``
-included, over the time from the first request to the last stream's end), the errors,
-and the CPU seconds each server process used during the burst. Waystone runs one
+chat graph (two nodes: an echo whose fake chat model streams its answer in ``--tokens``
+tokens over ``--model-seconds``, as a model would, then a note), starts a run on it with
+``runs.stream`` (``values``, ``updates`` and ``messages-tuple``) and reads the stream to
+its end, all clients at once. Printed per server: the first-event latency (from the
+request to the first event after ``metadata``) and the first-token latency (to the first
+``messages`` event of the model's answer), each p50, p95, max; the events per second over
+the burst (events, ``metadata`` included, over the time from the first request to the
+last stream's end), the errors, and the CPU seconds each server process used during the
+burst. Waystone runs one
 ``waystone api`` process on an embedded Postgres with one ``waystone worker --async
 --concurrency N``; the reference runs ``langgraph dev --n-jobs-per-worker N`` (in memory;
 ``--langgraph``: by default /work/refvenv/bin/langgraph) on the same graph. Loopback
@@ -49,16 +51,48 @@ MODES = ["values", "updates", "messages-tuple"]
 GRAPH = """
 import asyncio
 
-from langchain_core.messages import AIMessage
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langgraph.graph import END, START, MessagesState, StateGraph
 
 MODEL_S = {model_s}
+TOKENS = {tokens}
+
+
+class Echo(BaseChatModel):
+    # a fake model: says the last message back, a token every MODEL_S / TOKENS s
+
+    @property
+    def _llm_type(self) -> str:
+        return "echo"
+
+    def _words(self, messages):
+        said = str(messages[-1].content)
+        return [f"echo {said} " if k == 0 else f"t{k} " for k in range(TOKENS)]
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        text = "".join(self._words(messages))
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
+
+    async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):
+        await asyncio.sleep(MODEL_S)  # the same answer, not streamed: as long to come
+        return self._generate(messages)
+
+    async def _astream(self, messages, stop=None, run_manager=None, **kwargs):
+        for word in self._words(messages):
+            await asyncio.sleep(MODEL_S / TOKENS)  # the model thinking
+            chunk = ChatGenerationChunk(message=AIMessageChunk(content=word))
+            if run_manager is not None:
+                await run_manager.on_llm_new_token(word, chunk=chunk)
+            yield chunk
+
+
+MODEL = Echo()
 
 
 async def echo(state: MessagesState) -> dict:
-    await asyncio.sleep(MODEL_S)  # the model thinking
-    said = state["messages"][-1].content
-    return {"messages": [AIMessage(f"echo {said}")]}
+    return {"messages": [await MODEL.ainvoke(state["messages"])]}
 
 
 async def note(state: MessagesState) -> dict:
@@ -89,20 +123,40 @@ def client(url: str, api_key: str | None) -> LangGraphClient:
     )
 
 
-async def one(lg: LangGraphClient, n: int) -> tuple[float, int]:
-    """A thread, a run streamed to its end: seconds to its first event, events."""
+async def one(lg: LangGraphClient, n: int) -> tuple[float, float, int]:
+    """A thread, a run streamed to its end: seconds to its first event and to the first
+    token of the model's answer, events."""
     thread = await lg.threads.create()
     said = {"messages": [{"role": "user", "content": f"hello {n}"}]}
-    began, first, events = time.perf_counter(), None, 0
+    began, first, token, events = time.perf_counter(), None, None, 0
     async for part in lg.runs.stream(thread["thread_id"], "chat", input=said, stream_mode=MODES):
         events += 1
         if part.event == "error":
             raise RuntimeError(f"the stream failed: {part.data}")
         if first is None and part.event != "metadata":
             first = time.perf_counter() - began
-    if first is None or events < 5:
-        raise RuntimeError(f"a stream ended after {events} events")
-    return first, events
+        if token is None and part.event == "messages" and _answer(part.data):
+            token = time.perf_counter() - began
+    if first is None or token is None or events < 5:
+        raise RuntimeError(f"a stream ended after {events} events, no token: {token is None}")
+    return first, token, events
+
+
+def _answer(data: Any) -> bool:
+    """Whether a ``messages`` event holds (part of) the model's answer."""
+    message = data[0] if isinstance(data, list) and data else {}
+    return isinstance(message, dict) and str(message.get("content", "")).startswith("echo")
+
+
+def _percentiles(seconds: list[float]) -> dict[str, float | None]:
+    found = sorted(seconds)
+    if not found:
+        return {"p50": None, "p95": None, "max": None}
+    return {
+        "p50": round(statistics.median(found) * 1000, 1),
+        "p95": round(found[int(0.95 * (len(found) - 1))] * 1000, 1),
+        "max": round(found[-1] * 1000, 1),
+    }
 
 
 def cpu_s(pids: dict[str, int]) -> dict[str, float]:
@@ -131,18 +185,14 @@ async def burst(
         await lg.aclose()
     ok = [d for d in done if isinstance(d, tuple)]
     errors = [repr(d) for d in done if not isinstance(d, tuple)]
-    firsts = sorted(f for f, _ in ok)
-    events = sum(e for _, e in ok)
+    events = sum(e for _, _, e in ok)
     return {
         "clients": clients,
         "completed": len(ok),
         "errors": len(errors),
         "first_error": errors[0] if errors else None,
-        "first_event_ms": {
-            "p50": round(statistics.median(firsts) * 1000, 1) if firsts else None,
-            "p95": round(firsts[int(0.95 * (len(firsts) - 1))] * 1000, 1) if firsts else None,
-            "max": round(firsts[-1] * 1000, 1) if firsts else None,
-        },
+        "first_event_ms": _percentiles([f for f, _, _ in ok]),
+        "first_token_ms": _percentiles([t for _, t, _ in ok]),
         "events": events,
         "events_per_s": round(events / wall, 1),
         "wall_s": round(wall, 2),
@@ -228,7 +278,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=100)
     parser.add_argument("--concurrency", type=int, default=100, help="the worker's tasks")
-    parser.add_argument("--model-seconds", type=float, default=0.5, help="the echo's wait")
+    parser.add_argument("--model-seconds", type=float, default=0.5, help="the answer's time")
+    parser.add_argument("--tokens", type=int, default=20, help="tokens in the model's answer")
     parser.add_argument("--deadline", type=float, default=300, help="seconds per burst")
     parser.add_argument("--langgraph", default="/work/refvenv/bin/langgraph")
     parser.add_argument("--skip-reference", action="store_true")
@@ -237,10 +288,12 @@ def main() -> int:
     results: dict[str, Any] = {
         "worker_concurrency": args.concurrency,
         "model_seconds": args.model_seconds,
+        "tokens": args.tokens,
     }
     with tempfile.TemporaryDirectory(prefix="ws-bench-serve-") as tmp:
         project = Path(tmp)
-        (project / "agent.py").write_text(GRAPH.replace("{model_s}", repr(args.model_seconds)))
+        graph = GRAPH.replace("{model_s}", repr(args.model_seconds))
+        (project / "agent.py").write_text(graph.replace("{tokens}", str(max(args.tokens, 1))))
         config = project / "langgraph.json"
         config.write_text(
             json.dumps({"dependencies": ["."], "graphs": {"chat": "./agent.py:graph"}})
@@ -257,12 +310,14 @@ def main() -> int:
         return 0
     for name in ("waystone", "langgraph dev"):
         if name in results:
-            r, f = results[name], results[name]["first_event_ms"]
+            r = results[name]
+            f, t = r["first_event_ms"], r["first_token_ms"]
             print(
                 f"{name:14} {r['completed']}/{r['clients']} streams, {r['errors']} errors   "
-                f"first event p50 {f['p50']} ms  p95 {f['p95']} ms  max {f['max']} ms   "
                 f"{r['events_per_s']} events/s ({r['events']} in {r['wall_s']} s)"
             )
+            print(f"    first event p50 {f['p50']} ms  p95 {f['p95']} ms  max {f['max']} ms")
+            print(f"    first token p50 {t['p50']} ms  p95 {t['p95']} ms  max {t['max']} ms")
             print("    CPU s: " + ", ".join(f"{k} {v}" for k, v in r["cpu_s"].items()))
             if r["first_error"]:
                 print(f"    first error: {r['first_error']}")

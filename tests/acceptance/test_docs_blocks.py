@@ -217,6 +217,7 @@ def _figures(words: list[str], report: dict[str, Any]) -> None:
         served = report["waystone"]
         assert (served["completed"], served["clients"], served["errors"]) == (2, 2, 0), served
         assert served["first_event_ms"]["p50"] > 0 and served["events_per_s"] > 0, served
+        assert served["first_token_ms"]["p50"] >= served["first_event_ms"]["p50"], served
         assert set(served["cpu_s"]) == {"waystone api", "worker", "postgres"}, served
         assert "langgraph dev" not in report
 

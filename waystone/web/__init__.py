@@ -38,6 +38,7 @@ def create_app(
     """
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
+    from starlette.routing import Route
 
     from waystone.errors import BadInput
     from waystone.web import crons, operator, owners, pages, thread_edits
@@ -46,6 +47,7 @@ def create_app(
     from waystone.web.calls import Site
     from waystone.web.gate import Gate
     from waystone.web.guard import Guard
+    from waystone.web.mcp import PATH, Mcp
     from waystone.web.replies import HANDLERS
     from waystone.web.security import SessionStore, parse_allowed_hosts
 
@@ -60,15 +62,18 @@ def create_app(
     site = Site(runtime, Gate(token or None, public_reads, SessionStore(runtime.connection)))
 
     api = Api(runtime, owners.from_settings(settings, token or None))
+    mcp = Mcp(api)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        yield
+        async with mcp.running():
+            yield
         await api.follower.close()  # its task would outlive the loop otherwise
 
     return Starlette(
         routes=[
             *api.routes(),
+            Route(PATH, mcp),
             *crons.routes(api),
             *thread_edits.routes(api, api.changes, api.reads),
             *store_api.routes(api),

@@ -558,6 +558,18 @@ class Api:
         await run_in_threadpool(cancel)
         return Response(status_code=204)
 
+    # -- for what is built on the API (MCP) --------------------------------------------------
+
+    def caller(self, request: Request, change: bool) -> str | None:
+        return self._caller(request, change)
+
+    async def create(self, thread_id: str, body: RunCreate, owner: str | None) -> RunStatus:
+        status, _ = await self._create(thread_id, body, owner)
+        return status
+
+    async def settled(self, started: RunStatus) -> dict[str, Any]:
+        return await self._settled(started)
+
 
 def _check_path(request: Request) -> None:
     """A thread id in the path is held to the rule of every thread id (printable, short):
