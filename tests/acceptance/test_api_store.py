@@ -111,6 +111,8 @@ def test_the_store_answers_with_the_references_shapes_and_codes(
         empty = {"namespace": [], "key": "k", "value": {}}
         assert http.put("/store/items", json=empty).status_code == 400
         assert http.put("/store/items", json={"namespace": ["a"], "key": "k"}).status_code == 422
+        unlimited = http.post("/store/items/search", json={"namespace_prefix": ["a"], "limit": 0})
+        assert len(unlimited.json()["items"]) == 2  # 0 is the default of 10, as the reference
     with httpx.Client(base_url=api) as anonymous:
         put = {"namespace": ["a"], "key": "k3", "value": {}}
         assert anonymous.put("/store/items", json=put).status_code == 401

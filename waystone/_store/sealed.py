@@ -100,7 +100,9 @@ class SealedStore(PostgresStore):
         ]
         queries, _ = super()._prepare_batch_PUT_queries(rows)
         kept = [(i, op) for i, op in put_ops if op.value is not None]
-        _, vectors = super()._prepare_batch_PUT_queries(kept) if kept else ([], None)
+        if not kept or not self.index_config:
+            return queries, None
+        _, vectors = super()._prepare_batch_PUT_queries(kept)
         return queries, vectors
 
     # -- the way in and out ---------------------------------------------------------------

@@ -87,7 +87,7 @@ class StoreRoutes:
                 labels,
                 query=body.query,
                 filter=body.filter,
-                limit=body.limit,
+                limit=body.limit or 10,  # as the reference: 0 is the default
                 offset=body.offset,
                 refresh_ttl=body.refresh_ttl,
             )
