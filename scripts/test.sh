@@ -2,14 +2,18 @@
 # The whole test suite from a fresh machine: installs what it needs, then runs pytest.
 # Postgres: the tests start the embedded server themselves (or use WAYSTONE_DATABASE_URL).
 # Chromium (Debian's) is for the dashboard's browser test; Playwright downloads nothing.
+# Node and npm (Debian's) run the JavaScript clients' tests (tests/js, packages from npm).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1
-if ! command -v chromium >/dev/null 2>&1; then
+missing=""
+command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
+command -v npm >/dev/null 2>&1 || missing="$missing nodejs npm"
+if [ -n "$missing" ]; then
     sudo=""
     if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
     $sudo apt-get update -qq
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
 fi
 python3 -m pip install -q -e '.[test]'
 # Load only the plugins the suite uses: a shared interpreter may carry others

@@ -535,6 +535,11 @@ class Runtime:
         edge asks before it shows or changes anything of a thread for an owner."""
         self._threads.get(thread_id, owner)
 
+    def redacted(self, value: Any) -> Any:
+        """``value`` as Waystone keeps it (personal data as tokens): what an edge compares
+        with a thread's or a cron's stored metadata."""
+        return self._parts.vault.redact(value)
+
     def search_threads(
         self,
         *,

@@ -36,9 +36,8 @@ def configured_graphs(settings: Settings) -> dict[str, GraphSource]:
     """The graphs ``WAYSTONE_GRAPHS`` names (``name=module:attribute``, comma-separated),
     and those of the ``langgraph.json`` in use (see the module's doc)."""
     found = import_graphs(settings.graphs)
-    named = settings.langgraph_json
-    config = named or Path("langgraph.json")
-    if named or config.is_file():
+    config = langgraph_json(settings)
+    if config is not None:
         for name, source in load_langgraph_json(config).items():
             if name in found:
                 raise BadInput(
@@ -48,30 +47,63 @@ def configured_graphs(settings: Settings) -> dict[str, GraphSource]:
     return found
 
 
-def load_langgraph_json(path: Path) -> dict[str, GraphSource]:
-    """The graphs of a ``langgraph.json``: a file path is read from the file's directory
-    (which goes on the import path, as ``langgraph dev`` puts its dependencies there)."""
+def langgraph_json(settings: Settings) -> Path | None:
+    """The ``langgraph.json`` in use: the one ``WAYSTONE_LANGGRAPH_JSON`` names, or the
+    current directory's; ``None`` when there is none."""
+    config = settings.langgraph_json or Path("langgraph.json")
+    return config if settings.langgraph_json or config.is_file() else None
+
+
+def configured_auth(settings: Settings) -> Any | None:
+    """The object the ``langgraph.json`` in use names as ``"auth": {"path": ...}`` (a
+    ``langgraph_sdk.Auth``, as ``langgraph dev`` loads it), or ``None`` when none does."""
+    path = langgraph_json(settings)
+    if path is None:
+        return None
+    config = _read(path)
+    auth = config.get("auth")
+    if auth is None or (isinstance(auth, dict) and auth.get("path") is None):
+        return None
+    ref = auth.get("path") if isinstance(auth, dict) else None
+    if not isinstance(ref, str) or ":" not in ref:
+        raise BadInput(
+            f'{path}: "auth" needs "path": "./auth.py:auth" (a file or module, ":", a name)'
+        )
+    return _load(path, ref)
+
+
+def _read(path: Path) -> dict[str, Any]:
     try:
         config = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         raise BadInput(f"{path}: cannot read it as JSON: {exc}") from exc
-    graphs = config.get("graphs") if isinstance(config, dict) else None
-    if not isinstance(graphs, dict):
-        raise BadInput(f'{path}: needs "graphs": {{"name": "./file.py:graph", ...}}')
+    return config if isinstance(config, dict) else {}
+
+
+def _load(path: Path, ref: str) -> Any:
+    """What ``ref`` (``./file.py:attr`` or ``package.module:attr``) names, a file read
+    from ``path``'s directory (which goes on the import path)."""
     base = path.resolve().parent
     if str(base) not in sys.path:
         sys.path.insert(0, str(base))
+    where, _, attr = ref.rpartition(":")
+    if where.endswith(".py") or "/" in where:
+        return _from_file(path, base / where, attr)
+    return import_object(str(path), ref)
+
+
+def load_langgraph_json(path: Path) -> dict[str, GraphSource]:
+    """The graphs of a ``langgraph.json``: a file path is read from the file's directory
+    (which goes on the import path, as ``langgraph dev`` puts its dependencies there)."""
+    graphs = _read(path).get("graphs")
+    if not isinstance(graphs, dict):
+        raise BadInput(f'{path}: needs "graphs": {{"name": "./file.py:graph", ...}}')
     found: dict[str, GraphSource] = {}
     for name, spec in graphs.items():
         ref = spec.get("path") if isinstance(spec, dict) else spec
         if not isinstance(ref, str) or ":" not in ref:
             raise BadInput(f"{path}: graph {name!r} is not 'path/to/file.py:attribute'")
-        named = check_identifier("agent name", name)
-        where, _, attr = ref.rpartition(":")
-        if where.endswith(".py") or "/" in where:
-            found[named] = _from_file(path, base / where, attr)
-        else:
-            found[named] = import_object(str(path), ref)
+        found[check_identifier("agent name", name)] = _load(path, ref)
     return found
 
 

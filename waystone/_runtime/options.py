@@ -20,11 +20,26 @@ if TYPE_CHECKING:
     from waystone._db.database import Conn
     from waystone._runtime.parts import Parts
 
+# The configurable key under which LangGraph finds the caller a server's auth identified
+# (its ``runtime.server_info.user``): kept with the run as a dict, given as an AuthUser.
+AUTH_USER = "langgraph_auth_user"
+
 # Waystone's own configurable keys: a run's config may not set them.
 RESERVED = frozenset(
     {"thread_id", "checkpoint_id", "checkpoint_ns", "checkpoint_map", "lease_token"}
     | {"key_namespace", "waystone_run", "__waystone__"}
 )
+
+
+class AuthUser(dict[str, Any]):
+    """A caller as the reference's servers hand it to a graph: a dict whose keys are
+    attributes too (``user["identity"]`` and ``user.identity``)."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
 
 
 @dataclass(frozen=True)
@@ -53,6 +68,8 @@ class RunOptions:
     def apply(self, configurable: dict[str, Any]) -> None:
         """The run's ``configurable`` keys added to Waystone's (which they never replace)."""
         for key, value in self.configurable.items():
+            if key == AUTH_USER and isinstance(value, dict):
+                value = AuthUser(value)
             configurable.setdefault(key, value)
 
     def check(self, nodes: set[str]) -> RunOptions:

@@ -30,7 +30,9 @@ def create_app(
     ``token`` (by default ``WAYSTONE_API_TOKEN``): the operator's token, what a client
     must send to change anything, and to read while it is set; owners' tokens are read
     from ``WAYSTONE_API_TOKENS_FILE`` or ``WAYSTONE_API_TOKENS`` (:mod:`waystone.web.owners`)
-    and see their own threads only. Without any, the app only reads.
+    and see their own threads only. Without any, the app only reads. A custom auth
+    (``langgraph.json``'s ``auth.path``, :mod:`waystone.web.auth`) replaces the tokens on
+    the LangGraph API; the operator's token still guards the pages and ``/api/``.
     ``allowed_hosts``: the ``NAME`` or ``NAME:PORT`` values of the Host header it answers
     (None: any, when what serves it checks them). ``public_reads``: anyone reads the
     pages and ``/api/`` though a token is set. ``max_body``: the largest request body in
@@ -41,13 +43,14 @@ def create_app(
     from starlette.routing import Route
 
     from waystone.errors import BadInput
-    from waystone.web import crons, operator, owners, pages, thread_edits
+    from waystone.web import auth, crons, operator, owners, pages, thread_edits
     from waystone.web import store as store_api
     from waystone.web.api import Api
     from waystone.web.calls import Site
     from waystone.web.gate import Gate
     from waystone.web.guard import Guard
     from waystone.web.mcp import PATH, Mcp
+    from waystone.web.protocol import Protocol
     from waystone.web.replies import HANDLERS
     from waystone.web.security import SessionStore, parse_allowed_hosts
 
@@ -61,7 +64,7 @@ def create_app(
     limit = settings.max_body_bytes if max_body is None else max_body
     site = Site(runtime, Gate(token or None, public_reads, SessionStore(runtime.connection)))
 
-    api = Api(runtime, owners.from_settings(settings, token or None))
+    api = Api(runtime, owners.from_settings(settings, token or None), auth.configured(settings))
     mcp = Mcp(api)
 
     @contextlib.asynccontextmanager
@@ -76,6 +79,7 @@ def create_app(
             Route(PATH, mcp),
             *crons.routes(api),
             *thread_edits.routes(api, api.changes, api.reads),
+            *Protocol(api).routes(),
             *store_api.routes(api),
             *operator.routes(site),
             *pages.routes(site),

@@ -11,6 +11,7 @@ committed checkpoints (:mod:`waystone.web.stream`).
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -31,6 +32,8 @@ from waystone._runtime.threads import SEARCH_LIMIT
 from waystone._webhooks.policy import Policy
 from waystone.errors import UnknownRun, UnknownThread
 from waystone.web import follow, run_options, shapes, stream
+from waystone.web.auth import CustomAuth, authorize, passes
+from waystone.web.auth_filters import assistant_action, thread_action
 from waystone.web.bodies import (
     AssistantSearch,
     History,
@@ -41,7 +44,7 @@ from waystone.web.bodies import (
 from waystone.web.follower import Follower
 from waystone.web.inputs import Paged, read, validated
 from waystone.web.owners import Tokens
-from waystone.web.replies import HttpError
+from waystone.web.replies import HttpError, route_path
 
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
@@ -79,13 +82,17 @@ class Api:
     or ``Authorization: Bearer``), the operator's or an owner's (a bare string: the
     operator's); without any, the API only reads. An owner's request finds that owner's
     threads only (:meth:`Runtime.thread`'s rule): any other is 404, as if it did not
-    exist."""
+    exist. ``auth``: a custom auth (:mod:`waystone.web.auth`), which then alone says who
+    a request is and what it sees, in place of the tokens."""
 
-    def __init__(self, rt: Runtime, tokens: Tokens | str | None) -> None:
+    def __init__(
+        self, rt: Runtime, tokens: Tokens | str | None, auth: CustomAuth | None = None
+    ) -> None:
         self.rt = rt
         self.tokens = tokens if isinstance(tokens, Tokens) else Tokens(operator=tokens)
+        self.auth = auth
         self.since = datetime.now(UTC)
-        self._creating = (self.create_run, self.wait_run, self.stream_run)
+        self._creating: tuple[Handler, ...] = (self.create_run, self.wait_run, self.stream_run)
         self.webhooks = Policy.of(rt.settings)  # which webhook URLs a run may name
         self.follower = Follower(rt)
 
@@ -132,6 +139,10 @@ class Api:
 
     def _guarded(self, handler: Handler, *, change: bool) -> Handler:
         async def guarded(request: Request) -> Response:
+            if self.auth is not None:
+                if handler != self.info:  # the reference's meta route: anyone's
+                    await self._admit(request, self.auth)
+                return await handler(request)
             request.state.owner = self._caller(request, change)
             _check_path(request)
             await self._check_owner(request, handler)
@@ -154,6 +165,51 @@ class Api:
         if not found:
             raise HttpError(401, "this needs an API token (x-api-key or Authorization: Bearer)")
         return owner
+
+    async def _admit(self, request: Request, auth: CustomAuth) -> None:
+        """The custom auth's caller, and its answer on the thread or assistant the path
+        names: 404 for one whose metadata its filter does not pass."""
+        request.state.caller = await auth.authenticate(request)
+        request.state.auth, request.state.owner = auth, None
+        _check_path(request)
+        p, path = request.path_params, route_path(request.scope)
+        assistant = p.get("assistant_id")
+        if assistant is not None:
+            action = assistant_action(request.method, path.removeprefix(f"/assistants/{assistant}"))
+            filters = await authorize(request, "assistants", action, {"assistant_id": assistant})
+            metadata = await run_in_threadpool(self.assistant_metadata, assistant)
+            if metadata is not None and not passes(metadata, filters):
+                raise HttpError(404, f"assistant {assistant!r} not found")
+        thread_id = p.get("thread_id")
+        if thread_id is None:
+            return
+        asked = thread_action(request.method, path.removeprefix(f"/threads/{thread_id}"))
+        if asked is not None:
+            value = {"thread_id": thread_id, **({"run_id": p["run_id"]} if "run_id" in p else {})}
+            await self.check_thread(thread_id, await authorize(request, "threads", asked, value))
+
+    async def check_thread(self, thread_id: str, filters: dict[str, Any] | None) -> None:
+        """404 when the thread exists and its metadata does not pass ``filters`` (one
+        that does not exist is its route's to answer)."""
+        if not filters:
+            return
+        wanted = await run_in_threadpool(self.rt.redacted, filters)
+        try:
+            found = await run_in_threadpool(self.rt.thread, thread_id)
+        except UnknownThread:
+            return
+        if not passes(found.metadata, wanted):
+            raise UnknownThread(thread_id)
+
+    def assistant_metadata(self, assistant: str) -> dict[str, Any] | None:
+        """The metadata of the assistant an id (or a graph's name) names, which an auth
+        filter is held to; ``None`` when there is none (its route answers 404)."""
+        try:
+            graph_id = self.graph_id(assistant)
+        except HttpError:
+            return None
+        metadata: dict[str, Any] = shapes.assistant(graph_id, self.since)["metadata"]
+        return metadata
 
     async def _check_owner(self, request: Request, handler: Handler) -> None:
         """404 for a thread the caller's owner may not see, before anything is read or
@@ -197,11 +253,19 @@ class Api:
 
     async def search_assistants(self, request: Request) -> Response:
         body = await read(request, AssistantSearch)
+        asked: dict[str, Any] = {
+            "graph_id": body.graph_id,
+            "metadata": {},
+            "limit": body.limit,
+            "offset": body.offset,
+        }
+        filters = await authorize(request, "assistants", "search", asked)
         found = [
             shapes.assistant(n, self.since)
             for n in self.rt.names()
             if body.graph_id in (None, n) and body.name in (None, n)
         ]
+        found = [a for a in found if passes(a["metadata"], filters)]
         return JSONResponse(found[body.window])
 
     async def get_assistant(self, request: Request) -> Response:
@@ -233,14 +297,23 @@ class Api:
 
     async def create_thread(self, request: Request) -> Response:
         body = await read(request, ThreadCreate)
+        if_exists = body.if_exists or "raise"
+        asked: dict[str, Any] = {
+            "thread_id": body.thread_id,
+            "metadata": body.metadata or {},
+            "if_exists": if_exists,
+        }
+        filters = await authorize(request, "threads", "create", asked)
         made = await run_in_threadpool(
             lambda: self.rt.create_thread(
                 body.thread_id,
-                metadata=body.metadata,
-                if_exists=body.if_exists or "raise",
+                metadata=asked.get("metadata") or body.metadata,
+                if_exists=if_exists,
                 owner=request.state.owner,
             )
         )
+        if not passes(made.metadata, await run_in_threadpool(self.rt.redacted, filters)):
+            raise HttpError(409, f"thread {made.thread_id} already exists")  # another's
         return JSONResponse(await run_in_threadpool(self.shown_thread, made.thread_id))
 
     async def get_thread(self, request: Request) -> Response:
@@ -251,8 +324,16 @@ class Api:
         body = await read(request, ThreadSearch)
         limit, offset, metadata = max(body.limit, 1), body.offset, body.metadata
         owner = request.state.owner
+        asked = {"metadata": metadata or {}, "values": {}, "status": body.status}
+        filters = await authorize(request, "threads", "search", {**asked, "limit": limit})
+        wanted = await run_in_threadpool(self.rt.redacted, filters)
 
         def search() -> list[dict[str, Any]]:
+            if filters:  # the filter is on each thread's metadata: read on every one, paged
+                found = self.rt.search_threads(metadata=metadata, limit=SEARCH_LIMIT, owner=owner)
+                passed = [t for t in found if passes(t.metadata, wanted)]
+                shown = [self.shown_thread(t.thread_id) for t in passed]
+                return [t for t in shown if body.status in (None, t["status"])][body.window]
             if body.status is None:
                 found = self.rt.search_threads(
                     metadata=metadata, limit=limit, offset=offset, owner=owner
@@ -305,28 +386,59 @@ class Api:
 
     async def create_run(self, request: Request) -> Response:
         thread_id = request.path_params["thread_id"]
-        body = await read(request, RunCreate)
-        status, assistant = await self._create(thread_id, body, request.state.owner)
+        body, user = await self._authorize_run(request, thread_id, await read(request, RunCreate))
+        status, assistant = await self._create(thread_id, body, request.state.owner, user)
         metadata = body.metadata if body.command is None else None
         return JSONResponse(shapes.run(status, assistant, metadata))
 
     async def wait_run(self, request: Request) -> Response:
         thread_id = request.path_params["thread_id"]
-        body = await read(request, RunCreate)
-        status, _ = await self._create(thread_id, body, request.state.owner)
+        body, user = await self._authorize_run(request, thread_id, await read(request, RunCreate))
+        status, _ = await self._create(thread_id, body, request.state.owner, user)
         return JSONResponse(await self._settled(status))
 
     async def wait_stateless(self, request: Request) -> Response:
         body = (await read(request, RunCreate)).model_copy(update={"if_not_exists": "create"})
+        body, user = await self._authorize_run(request, None, body)
         # the thread is made by the run's creation, once the request is found good
-        status, _ = await self._create(str(uuid.uuid4()), body, request.state.owner)
+        status, _ = await self._create(str(uuid.uuid4()), body, request.state.owner, user)
         return JSONResponse(await self._settled(status))
 
+    async def _authorize_run(
+        self, request: Request, thread_id: str | None, body: RunCreate
+    ) -> tuple[RunCreate, dict[str, Any] | None]:
+        """The custom auth's answer to a run's creation on ``thread_id`` (``None``: a
+        thread of its own): the body with the metadata its handler gave the run, and the
+        caller as the run's graph gets it; 404 for a thread its filter hides."""
+        if self.auth is None:
+            return body, None
+        asked: dict[str, Any] = {
+            "thread_id": thread_id,
+            "assistant_id": body.assistant_id,
+            "metadata": dict(body.metadata or {}),
+            "multitask_strategy": body.multitask_strategy,
+            "if_not_exists": body.if_not_exists,
+            "after_seconds": body.after_seconds,
+            "kwargs": {"input": body.input, "command": body.command, "config": body.config},
+        }
+        filters = await authorize(request, "threads", "create_run", asked)
+        if thread_id is not None:
+            await self.check_thread(thread_id, filters)
+        if body.command is not None:
+            return body, None  # an answer goes on with its run's options, and its caller
+        metadata = asked.get("metadata") or body.metadata
+        return body.model_copy(update={"metadata": metadata}), request.state.caller.configurable()
+
     async def _create(
-        self, thread_id: str, body: RunCreate, owner: str | None = None
+        self,
+        thread_id: str,
+        body: RunCreate,
+        owner: str | None = None,
+        user: dict[str, Any] | None = None,
     ) -> tuple[RunStatus, str]:
         """A new run on the thread (made for ``owner`` if it does not exist and the body
-        says to), or an answer to the interrupt its run waits on."""
+        says to), or an answer to the interrupt its run waits on. ``user``: the custom
+        auth's caller, as the run's configurable gives it to the graph."""
         given = [k for k in UNSUPPORTED if getattr(body, k) not in (None, {}, [], False)]
         if given:
             raise HttpError(
@@ -337,6 +449,9 @@ class Api:
         if_not_exists = body.if_not_exists or "reject"
         command, run_input = body.command, body.input
         options = self._options(body)
+        if user:
+            base = options or RunOptions()
+            options = replace(base, configurable={**base.configurable, **user})
         webhook = body.webhook
 
         def create() -> RunStatus:
@@ -350,7 +465,10 @@ class Api:
                         409, f"thread {thread_id} has no run, so no interrupt to resume"
                     )
                 self.rt.check_run(graph_id, run_input, hooked)  # before any row
-                self.rt.create_thread(thread_id, if_exists="do_nothing", owner=owner)
+                metadata = body.metadata  # the reference's: a run's thread has its metadata
+                self.rt.create_thread(
+                    thread_id, metadata=metadata, if_exists="do_nothing", owner=owner
+                )
             if command is not None:
                 return self._resume(thread_id, command, url)
             if run_input is None and self._at_breakpoint(thread_id):
@@ -432,14 +550,20 @@ class Api:
 
     async def stream_run(self, request: Request) -> Response:
         thread_id, owner = request.path_params["thread_id"], request.state.owner
-        return await self._stream_new(thread_id, await read(request, RunCreate), owner)
+        body, user = await self._authorize_run(request, thread_id, await read(request, RunCreate))
+        return await self._stream_new(thread_id, body, owner, user)
 
     async def stream_stateless(self, request: Request) -> Response:
         body = (await read(request, RunCreate)).model_copy(update={"if_not_exists": "create"})
-        return await self._stream_new(str(uuid.uuid4()), body, request.state.owner)
+        body, user = await self._authorize_run(request, None, body)
+        return await self._stream_new(str(uuid.uuid4()), body, request.state.owner, user)
 
     async def _stream_new(
-        self, thread_id: str, body: RunCreate, owner: str | None = None
+        self,
+        thread_id: str,
+        body: RunCreate,
+        owner: str | None = None,
+        user: dict[str, Any] | None = None,
     ) -> Response:
         modes = _modes(body.stream_mode)
         subgraphs = body.stream_subgraphs is True  # a stream's own: not refused as a run's
@@ -447,7 +571,7 @@ class Api:
         resuming = body.command is not None or body.input is None
         # a resume streams from where the run stopped: what it sent up to there is old
         start = await run_in_threadpool(self._latest, thread_id) if resuming else None
-        status, _ = await self._create(thread_id, body, owner)
+        status, _ = await self._create(thread_id, body, owner, user)
         after = stream.resumed_from(start) if start is not None else None
         answered = {i["id"] for i in status.interrupts}
         return self._sse(status, modes, after, answered, subgraphs)
@@ -457,7 +581,7 @@ class Api:
         status, _ = await run_in_threadpool(self._run, p["thread_id"], p["run_id"])
         if status is None:
             raise HttpError(409, f"run {p['run_id']} ended before the thread's current one")
-        asked = [m for m in request.query_params.getlist("stream_mode") if m]
+        asked = _queried_modes(request.query_params.getlist("stream_mode"))
         modes = _modes(asked or list(stream.JOINED))
         last = request.headers.get("last-event-id") or None
         return self._sse(status, modes, last, set())
@@ -560,15 +684,23 @@ class Api:
 
     # -- for what is built on the API (MCP) --------------------------------------------------
 
-    def caller(self, request: Request, change: bool) -> str | None:
-        return self._caller(request, change)
+    async def admit(self, request: Request) -> None:
+        """Who ``request`` is, as a route that may change things admits it: its owner, or
+        the custom auth's caller (401 or 403 when refused)."""
+        if self.auth is not None:
+            await self._admit(request, self.auth)
+        else:
+            request.state.owner = self._caller(request, True)
 
-    async def create(self, thread_id: str, body: RunCreate, owner: str | None) -> RunStatus:
-        status, _ = await self._create(thread_id, body, owner)
-        return status
-
-    async def settled(self, started: RunStatus) -> dict[str, Any]:
-        return await self._settled(started)
+    async def run_stateless(
+        self, request: Request, body: RunCreate
+    ) -> tuple[RunStatus, dict[str, Any]]:
+        """A run on a thread of its own for the caller ``request`` admitted, as
+        ``POST /runs/wait`` makes one: its status once it waits or ends, and its output."""
+        thread_id = str(uuid.uuid4())
+        body, user = await self._authorize_run(request, None, body)
+        status, _ = await self._create(thread_id, body, request.state.owner, user)
+        return status, await self._settled(status)
 
 
 def _check_path(request: Request) -> None:
@@ -593,3 +725,19 @@ def _modes(given: Any) -> tuple[str, ...]:
             f"(supported: {', '.join(stream.MODES)})",
         )
     return tuple(modes)
+
+
+def _queried_modes(given: list[str]) -> list[str]:
+    """The stream modes of a query: ``stream_mode`` repeated (the Python SDK's), or one
+    JSON array (the JavaScript SDK's ``joinStream``)."""
+    modes: list[str] = []
+    for value in given:
+        if value.startswith("["):
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                raise HttpError(422, f"stream_mode {value} is not a JSON array") from None
+            modes += [str(m) for m in parsed] if isinstance(parsed, list) else [value]
+        elif value:
+            modes.append(value)
+    return modes

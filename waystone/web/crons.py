@@ -14,6 +14,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from waystone.web import shapes
+from waystone.web.auth import authorize, passes
 from waystone.web.bodies import CronCreate, CronFields, CronPatch, CronSearch
 from waystone.web.inputs import read
 from waystone.web.replies import HttpError
@@ -76,11 +77,37 @@ class CronRoutes:
         self.api, self.rt = api, api.rt
 
     async def create(self, request: Request) -> Response:
-        return await self._create(None, await read(request, CronCreate), request.state.owner)
+        body = await self._authorized(request, None, await read(request, CronCreate))
+        return await self._create(None, body, request.state.owner)
 
     async def create_for_thread(self, request: Request) -> Response:
         thread_id, owner = request.path_params["thread_id"], request.state.owner
-        return await self._create(thread_id, await read(request, CronCreate), owner)
+        body = await self._authorized(request, thread_id, await read(request, CronCreate))
+        return await self._create(thread_id, body, owner)
+
+    @staticmethod
+    async def _authorized(request: Request, thread_id: str | None, body: CronCreate) -> CronCreate:
+        """The body with the metadata the custom auth's handler gave the cron."""
+        asked: dict[str, Any] = {
+            "payload": {"assistant_id": body.assistant_id, "input": body.input},
+            "schedule": body.schedule,
+            "cron_id": None,
+            "thread_id": thread_id,
+            "user_id": None,
+            "end_time": body.end_time,
+            "metadata": dict(body.metadata or {}),
+        }
+        await authorize(request, "crons", "create", asked)
+        return body.model_copy(update={"metadata": asked.get("metadata") or body.metadata})
+
+    async def _visible(self, request: Request, action: str, cron: Cron | None) -> Cron | None:
+        """``cron``, if the custom auth's filter for ``action`` passes its metadata."""
+        asked = {"cron_id": request.path_params["cron_id"]}
+        filters = await authorize(request, "crons", action, asked)
+        if cron is None or not filters:
+            return cron
+        wanted = await run_in_threadpool(self.rt.redacted, filters)
+        return cron if passes(cron.metadata, wanted) else None
 
     async def _create(self, thread_id: str | None, body: CronCreate, owner: str | None) -> Response:
         _refuse_unsupported(body)
@@ -102,6 +129,7 @@ class CronRoutes:
     async def get(self, request: Request) -> Response:
         cron_id, owner = request.path_params["cron_id"], request.state.owner
         found = await run_in_threadpool(self.rt.crons.get, cron_id, owner)
+        found = await self._visible(request, "read", found)
         if found is None:
             raise HttpError(404, f"cron {cron_id!r} not found")
         return JSONResponse(shape(found))
@@ -120,6 +148,10 @@ class CronRoutes:
         if body.on_run_completed is not None:
             changes["on_run_completed"] = _on_run_completed(body.on_run_completed, "keep")
         owner = request.state.owner
+        if self.api.auth is not None:
+            held = await run_in_threadpool(self.rt.crons.get, cron_id, owner)
+            if await self._visible(request, "update", held) is None:
+                raise HttpError(404, f"cron {cron_id!r} not found")
         found = await run_in_threadpool(self.rt.crons.update, cron_id, changes, owner)
         if found is None:
             raise HttpError(404, f"cron {cron_id!r} not found")
@@ -127,23 +159,27 @@ class CronRoutes:
 
     async def delete(self, request: Request) -> Response:
         cron_id = request.path_params["cron_id"]
+        if self.api.auth is not None:
+            held = await run_in_threadpool(self.rt.crons.get, cron_id, request.state.owner)
+            if await self._visible(request, "delete", held) is None:
+                raise HttpError(404, f"cron {cron_id!r} not found")
         if not await run_in_threadpool(self.rt.crons.delete, cron_id, request.state.owner):
             raise HttpError(404, f"cron {cron_id!r} not found")
         return Response(status_code=204)
 
     async def search(self, request: Request) -> Response:
         body = await read(request, CronSearch)
-        found = await self._found(body, request.state.owner)
+        found = await self._found(body, request.state.owner, request)
         shown = [shape(c) for c in found[body.window]]
         if body.select:
             shown = [{k: v for k, v in s.items() if k in body.select} for s in shown]
         return JSONResponse(shown)
 
     async def count(self, request: Request) -> Response:
-        found = await self._found(await read(request, CronSearch), request.state.owner)
+        found = await self._found(await read(request, CronSearch), request.state.owner, request)
         return JSONResponse(len(found))
 
-    async def _found(self, body: CronSearch, owner: str | None) -> list[Cron]:
+    async def _found(self, body: CronSearch, owner: str | None, request: Request) -> list[Cron]:
         order = (body.sort_order or "desc").lower()
         if order not in ("asc", "desc"):
             raise HttpError(422, f"sort_order must be asc or desc, not {order!r}")
@@ -160,7 +196,13 @@ class CronRoutes:
             "descending": order == "desc",
             "owner": owner,
         }
-        return await run_in_threadpool(lambda: self.rt.crons.search(**filters))
+        asked = {"assistant_id": assistant, "thread_id": body.thread_id}
+        wanted = await authorize(request, "crons", "search", asked)
+        found = await run_in_threadpool(lambda: self.rt.crons.search(**filters))
+        if not wanted:
+            return found
+        wanted = await run_in_threadpool(self.rt.redacted, wanted)
+        return [c for c in found if passes(c.metadata, wanted)]
 
 
 def _refuse_unsupported(body: CronFields) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import uuid
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -74,8 +73,7 @@ class Mcp:
         try:
             if self._manager is None:
                 raise HttpError(501, "MCP needs the mcp package: pip install 'waystone[web]'")
-            # the caller's token, as for any run it could create; its owner rides along
-            scope.setdefault("state", {})["owner"] = self.api.caller(request, change=True)
+            await self.api.admit(request)  # the caller's, as for any run it could create
         except HttpError as exc:
             refused = JSONResponse({"detail": exc.message}, exc.status, exc.headers)
             await refused(scope, receive, send)
@@ -108,18 +106,15 @@ class Mcp:
         if params.name not in self.api.rt.names():
             known = ", ".join(self.api.rt.names())
             return _result(f"no tool {params.name!r} (tools: {known})", error=True)
-        owner = ctx.request.state.owner if ctx.request is not None else None
         body = RunCreate(
             assistant_id=params.name, input=dict(params.arguments or {}), if_not_exists="create"
         )
-        thread_id = str(uuid.uuid4())
         try:
-            status = await self.api.create(thread_id, body, owner)
-            output = await self.api.settled(status)
+            status, output = await self.api.run_stateless(ctx.request, body)
         except HttpError as exc:
             return _result(exc.message, error=True)
-        ended = await run_in_threadpool(self.api.rt.status, thread_id)
-        meta = {"waystone/thread_id": thread_id, "waystone/run_id": status.run_id}
+        ended = await run_in_threadpool(self.api.rt.status, status.thread_id)
+        meta = {"waystone/thread_id": status.thread_id, "waystone/run_id": status.run_id}
         if ended.state in ("failed", "needs-human"):
             return _result(f"the run ended {ended.state}: {ended.reason}", error=True, meta=meta)
         return _result(json.dumps(output, default=str), structured=output, meta=meta)

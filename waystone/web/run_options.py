@@ -15,6 +15,8 @@ if TYPE_CHECKING:
 
 OPTIONS = ("metadata", "config", "context", "interrupt_before", "interrupt_after")
 CONFIG_KEYS = ("configurable", "recursion_limit")
+# The configurable keys a server sets for the caller its auth found: a request's are refused.
+SERVERS = ("langgraph_auth_user", "langgraph_auth_user_id", "langgraph_auth_permissions")
 
 
 def given(body: RunCreate) -> list[str]:
@@ -33,6 +35,12 @@ def from_body(body: RunCreate) -> RunOptions | None:
         raise Unsupported(
             f"Waystone applies config's {' and '.join(CONFIG_KEYS)} only, not "
             f"{', '.join(other)}: leave it out"
+        )
+    server_keys = sorted(set(config.get("configurable") or {}) & set(SERVERS))
+    if server_keys:
+        raise Unsupported(
+            f"configurable {', '.join(server_keys)} is the server's (who called, from its "
+            "auth): leave it out"
         )
     if config.get("configurable") and body.context:
         raise BadInput(  # the reference's word

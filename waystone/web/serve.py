@@ -24,6 +24,7 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from waystone._runtime.graphs import configured_auth
 from waystone.errors import BadInput
 from waystone.runtime import Runtime
 from waystone.web.gate import TOKEN_ENV
@@ -143,6 +144,7 @@ class WebServer:
             )
         self.token = token or None
         self.public_reads = public_reads
+        self.custom_auth = configured_auth(runtime.settings) is not None
         max_body = runtime.settings.max_body_bytes
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         # bound here, so that the port (--port 0) and the Host names are known
@@ -177,8 +179,9 @@ class WebServer:
     def run(self, announce: Callable[[str], None] | None = None) -> None:
         if self.token is None:
             logger.warning(
-                "%s is not set: the server is read-only, and anyone who reaches it reads runs",
+                "%s is not set: %s read-only, and anyone who reaches it reads runs",
                 TOKEN_ENV,
+                "the operator's pages are" if self.custom_auth else "the server is",
             )
         elif self.public_reads:
             logger.warning("public reads: anyone who reaches the server reads runs")

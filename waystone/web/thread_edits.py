@@ -14,6 +14,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from waystone.web import shapes
+from waystone.web.auth import authorize
 from waystone.web.bodies import StateAt, StateUpdate, ThreadPatch
 from waystone.web.inputs import read
 from waystone.web.replies import HttpError
@@ -48,6 +49,9 @@ class ThreadEdits:
         if body.ttl is not None:
             raise HttpError(422, "Waystone keeps threads until deleted: leave ttl out")
         thread_id = request.path_params["thread_id"]
+        asked: dict[str, Any] = {"thread_id": thread_id, "metadata": metadata}
+        await self.api.check_thread(thread_id, await authorize(request, "threads", "update", asked))
+        metadata = asked.get("metadata") or metadata
 
         def patch() -> dict[str, Any]:
             self.rt.update_thread(thread_id, metadata, owner=owner)
@@ -67,6 +71,7 @@ class ThreadEdits:
 
     async def copy(self, request: Request) -> Response:
         thread_id, owner = request.path_params["thread_id"], request.state.owner
+        await authorize(request, "threads", "create", {"thread_id": None})  # the copy's
 
         def copy() -> dict[str, Any]:
             made = self.rt.copy_thread(thread_id, by=owner or "api", owner=owner)
