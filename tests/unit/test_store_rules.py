@@ -1,5 +1,5 @@
 """The store's pure rules: an owner's namespaces, filters on opened values, the
-``store`` section of ``langgraph.json``."""
+``store`` section of ``langgraph.json``, a custom auth's filter on a search."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from waystone._store.configured import read_config, ttl_config
 from waystone._store.owned import owned, owned_op, owner_label, shown
 from waystone._store.sealed import matches
 from waystone.errors import BadInput
+from waystone.web.replies import HttpError
+from waystone.web.store import with_auth
 
 
 def test_an_owners_namespace_gets_its_label_and_loses_it_when_shown() -> None:
@@ -75,3 +77,13 @@ def test_the_store_section_of_langgraph_json_is_read_or_refused(tmp_path: Path) 
         config.write_text(json.dumps({"graphs": {}, "store": wrong}))
         with pytest.raises(BadInput, match=said):
             read_config(config)
+
+
+def test_a_store_handlers_filter_is_added_to_the_callers() -> None:
+    assert with_auth(None, None) == {}
+    assert with_auth({"tag": "x"}, {"owner": "u1"}) == {"tag": "x", "owner": "u1"}
+    assert with_auth({"owner": "u1"}, {"owner": "u1"}) == {"owner": "u1"}
+    assert with_auth({"owner": "u2"}, {"owner": "u1"}) is None  # no item passes both
+    with pytest.raises(HttpError) as refused:
+        with_auth(None, {"$or": [{"a": 1}, {"b": 2}]})
+    assert refused.value.status == 500
