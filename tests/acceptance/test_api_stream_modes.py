@@ -1,10 +1,14 @@
 """The stream modes beyond values, updates and messages-tuple, through the official
 client against a real ``waystone api`` and worker: ``debug`` (checkpoints, tasks and
-their results, an interrupt and its answer), a subgraph's events (``stream_subgraphs``),
-and the modes whose events are not committed (``custom``, ``events``), refused."""
+their results, an interrupt and its answer), ``checkpoints`` and ``tasks`` and the legacy
+``messages`` as ``langgraph dev`` sent them for the same graph (recorded in
+``tests/unit/data``), a subgraph's events (``stream_subgraphs``), and the modes whose
+events are not committed (``custom``, ``events``), refused."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -14,8 +18,13 @@ from langgraph_sdk.client import SyncLangGraphClient
 
 from tests.support.api import ApiSetup
 from tests.support.chat import say
+from tests.support.stream_shapes import INPUT, shapes
 
-GRAPHS = "assist=tests.support.graphs:assist_graph,nested=tests.support.stream_graphs:nested_graph"
+GRAPHS = (
+    "assist=tests.support.graphs:assist_graph,nested=tests.support.stream_graphs:nested_graph,"
+    "modes=tests.support.mode_graphs:modes_graph"
+)
+RECORDED = Path(__file__).parent.parent / "unit" / "data" / "reference_stream_modes.json"
 
 
 @pytest.fixture
@@ -114,3 +123,101 @@ def test_modes_whose_events_are_not_committed_are_refused(
         assert "committed" in refused.value.response.json()["detail"]
     runs = sql.execute("SELECT count(*) FROM waystone.runs WHERE thread_id = %s", (thread_id,))
     assert runs.fetchone() == (0,)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["checkpoints", "tasks"])
+def test_checkpoints_and_tasks_stream_as_the_reference_sent_them(
+    lg: SyncLangGraphClient, mode: str
+) -> None:
+    reference = json.loads(RECORDED.read_text())
+    for subgraphs in (True, False):
+        thread_id = lg.threads.create()["thread_id"]
+        parts = list(
+            lg.runs.stream(
+                thread_id, "modes", input=INPUT, stream_mode=mode, stream_subgraphs=subgraphs
+            )
+        )
+        made = shapes([(p.event, p.data) for p in parts[1:]])
+        expected = reference[f"{mode}|{subgraphs}"]
+        assert [name for name, _ in made] == [name for name, _ in expected]
+        assert made == expected
+
+
+@pytest.mark.slow
+def test_checkpoints_and_tasks_of_an_interrupt_and_its_answer(lg: SyncLangGraphClient) -> None:
+    thread_id = lg.threads.create()["thread_id"]
+    modes = ["checkpoints", "tasks"]
+    asked = list(lg.runs.stream(thread_id, "assist", input=say("ok?"), stream_mode=modes))
+    assert [(p.event, _step(p.data)) for p in asked[1:]] == [
+        ("checkpoints", -1),
+        ("checkpoints", 0),
+        ("tasks", "assist"),
+        ("tasks", "assist"),
+    ]
+    [pending] = asked[-1].data["interrupts"]
+    assert pending["value"] == {"question": "ok?"} and asked[-1].data["result"] == {}
+    answered = list(
+        lg.runs.stream(thread_id, "assist", command={"resume": "yes"}, stream_mode=modes)
+    )
+    # as the reference: the checkpoint it stopped at, its task again, then its end
+    assert [(p.event, _step(p.data)) for p in answered[1:]] == [
+        ("checkpoints", 0),
+        ("tasks", "assist"),
+        ("tasks", "assist"),
+        ("checkpoints", 1),
+    ]
+    result = answered[3].data
+    assert result["interrupts"] == [] and result["error"] is None
+    assert result["result"]["messages"][0]["content"] == "a person says: yes"
+    joined = list(lg.runs.join_stream(thread_id, answered[0].data["run_id"], stream_mode=modes))
+    assert [p.data for p in joined[-4:]] == [p.data for p in answered[1:]]
+
+
+@pytest.mark.slow
+def test_the_legacy_messages_mode_sends_each_committed_message_whole(
+    lg: SyncLangGraphClient,
+) -> None:
+    thread_id = lg.threads.create()["thread_id"]
+    parts = list(
+        lg.runs.stream(
+            thread_id, "modes", input=INPUT, stream_mode="messages", stream_subgraphs=True
+        )
+    )
+    names = [p.event for p in parts[1:]]
+    assert names == ["messages/metadata", "messages/complete"] * 4
+    said = [p.data[0] for p in parts[1:] if p.event == "messages/complete"]
+    assert [(m["type"], m["content"]) for m in said] == [
+        ("ai", "Looking it up"),
+        ("tool", "42"),
+        ("ai", "The answer is 42"),
+        ("ai", "done"),
+    ]
+    for meta, message in zip(parts[1::2], parts[2::2], strict=True):
+        [(message_id, data)] = meta.data.items()
+        assert message_id == message.data[0]["id"]
+        assert data["metadata"]["langgraph_node"] in ("agent", "tools", "inner")
+    other = lg.threads.create()["thread_id"]
+    modes = ["messages", "messages-tuple"]
+    both = list(lg.runs.stream(other, "modes", input=INPUT, stream_mode=modes))
+    assert {p.event for p in both[1:]} == {"messages"}  # the tuples alone, as the reference
+
+
+@pytest.mark.slow
+def test_a_message_a_node_returns_has_the_nodes_metadata(lg: SyncLangGraphClient) -> None:
+    """As the reference: the tool's message, and the subgraph's under its namespace."""
+    reference = json.loads(RECORDED.read_text())["messages-tuple|True"]
+    thread_id = lg.threads.create()["thread_id"]
+    parts = list(
+        lg.runs.stream(
+            thread_id, "modes", input=INPUT, stream_mode="messages-tuple", stream_subgraphs=True
+        )
+    )
+    made = shapes([(p.event, p.data) for p in parts[1:]])
+    assert made[1] == reference[5] and made[1][1][0]["type"] == "tool"
+    assert made[-1] == reference[-1] and made[-1][0].startswith("messages|child:")
+
+
+def _step(data: dict[str, Any]) -> Any:
+    """A checkpoint's step, or a task's name."""
+    return data["metadata"]["step"] if "config" in data else data["name"]

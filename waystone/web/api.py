@@ -72,8 +72,6 @@ NOT_COMMITTED = {
     "(it streams as values and updates)",
     "events": "LangChain's callback events are not saved with a step, and Waystone streams "
     "only what is committed; use updates, values, messages-tuple or debug",
-    "messages": "a model's tokens are not saved as they come, and Waystone streams only what "
-    "is committed; use messages-tuple (each message once its step commits)",
 }
 
 

@@ -1,14 +1,15 @@
-"""The ``debug`` stream mode's payloads, made from committed checkpoints as LangGraph's
-``map_debug_checkpoint``, ``map_debug_tasks`` and ``map_debug_task_results`` make them
-live. What a checkpoint does not record is derived: a node's trigger is its
-``branch:to:`` channel (``__pregel_push`` for a ``Send``), its input the state it read
-(none for a ``Send``, whose argument the snapshot does not keep), and each event's
-timestamp is its checkpoint's."""
+"""The ``debug``, ``checkpoints`` and ``tasks`` stream modes' payloads, made from committed
+checkpoints as LangGraph's ``map_debug_checkpoint``, ``map_debug_tasks`` and
+``map_debug_task_results`` make them live. What a checkpoint does not record is derived:
+a node's trigger is its ``branch:to:`` channel (``__pregel_push`` for a ``Send``), its
+input the state it read (none for a ``Send``, whose argument the snapshot does not keep),
+and each event's timestamp is its checkpoint's."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from waystone._streams import render
 from waystone.web import shapes
 
 if TYPE_CHECKING:
@@ -21,34 +22,46 @@ def shown(task: PregelTask) -> bool:
 
 
 def checkpoint(snap: StateSnapshot) -> dict[str, Any]:
-    """A checkpoint as it was when it committed: its tasks not yet run."""
-    return _event(
-        snap,
-        "checkpoint",
-        {
-            "config": _config(snap.config),
-            "parent_config": _config(snap.parent_config),
-            "values": shapes.jsonable(snap.values),
-            "metadata": shapes.jsonable(dict(snap.metadata or {})),
-            "next": list(snap.next),
-            "tasks": [_task(t) for t in snap.tasks],
-            "checkpoint": _ref(snap.config),
-            "parent_checkpoint": _ref(snap.parent_config) if snap.parent_config else None,
-        },
-        step=_step(snap),
-    )
+    """A checkpoint as it was when it committed, its tasks not yet run: the ``debug``
+    event."""
+    payload = render.debug_checkpoint(plain_checkpoint(snap))
+    return _event(snap, "checkpoint", payload, step=_step(snap))
+
+
+def plain_checkpoint(snap: StateSnapshot) -> dict[str, Any]:
+    """The checkpoint as the ``checkpoints`` mode shows it (a subgraph's task with the
+    config it saves under as its ``state``)."""
+    return {
+        "config": _config(snap.config),
+        "parent_config": _config(snap.parent_config),
+        "values": shapes.jsonable(snap.values),
+        "metadata": shapes.jsonable(dict(snap.metadata or {})),
+        "next": list(snap.next),
+        "tasks": [
+            {"id": t.id, "name": t.name, "interrupts": [], "state": shapes.jsonable(t.state)}
+            for t in snap.tasks
+        ],
+    }
 
 
 def task(snap: StateSnapshot, task: PregelTask, meta: dict[str, Any]) -> dict[str, Any]:
-    pushed = bool(task.path) and task.path[0] == "__pregel_push"
     payload = {
         "id": task.id,
         "name": task.name,
-        "input": None if pushed else shapes.jsonable(snap.values),
-        "triggers": ["__pregel_push"] if pushed else [f"branch:to:{task.name}"],
+        "input": None if pushed(task) else shapes.jsonable(snap.values),
+        "triggers": triggers(task),
         "metadata": meta,
     }
     return _event(snap, "task", payload, step=_step(snap) + 1)
+
+
+def pushed(task: PregelTask) -> bool:
+    """Whether a ``Send`` started the task."""
+    return bool(task.path) and task.path[0] == "__pregel_push"
+
+
+def triggers(task: PregelTask) -> list[str]:
+    return ["__pregel_push"] if pushed(task) else [f"branch:to:{task.name}"]
 
 
 def task_result(
@@ -71,16 +84,6 @@ def task_result(
     return _event(at, "task_result", payload, step=_step(snap) + 1)
 
 
-def _task(task: PregelTask) -> dict[str, Any]:
-    shown: dict[str, Any] = {"id": task.id, "name": task.name, "interrupts": []}
-    state = shapes.jsonable(task.state)
-    if isinstance(state, dict) and state.get("configurable"):  # a subgraph's: where it saves
-        shown["checkpoint"] = state["configurable"]
-    else:
-        shown["state"] = state
-    return shown
-
-
 def _event(snap: StateSnapshot, kind: str, payload: dict[str, Any], step: int) -> dict[str, Any]:
     return {"step": step, "timestamp": snap.created_at, "type": kind, "payload": payload}
 
@@ -94,12 +97,3 @@ def _config(config: Any) -> dict[str, Any] | None:
         return None
     configurable = {k: v for k, v in config.get("configurable", {}).items() if k[0] != "_"}
     return {"configurable": shapes.jsonable(configurable)}
-
-
-def _ref(config: Any) -> dict[str, Any]:
-    configurable = config.get("configurable", {})
-    return {
-        "checkpoint_id": configurable.get("checkpoint_id"),
-        "thread_id": configurable.get("thread_id"),
-        "checkpoint_ns": configurable.get("checkpoint_ns", ""),
-    }

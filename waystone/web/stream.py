@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from waystone._runtime.driver import RUN_KEY
+from waystone._streams import render
 from waystone.web import debug, shapes
 
 if TYPE_CHECKING:
-    from langgraph.types import StateSnapshot
+    from langgraph.types import PregelTask, StateSnapshot
 
-MODES = ("values", "updates", "messages-tuple", "debug")
+MODES = ("values", "updates", "messages-tuple", "messages", "debug", "checkpoints", "tasks")
 JOINED = ("values", "updates", "messages-tuple")  # what a join streams when it names none
 
 
@@ -110,15 +111,35 @@ class Maker:
         if last is not None and last.interrupts:
             self._interrupted(_id(last), last, out)
             for k, task in enumerate(last.tasks):
-                if task.interrupts and debug.shown(task):
+                if task.interrupts and debug.shown(task) and self._wants("debug", "tasks"):
                     result = debug.task_result(last, task, last)
-                    self._add(out, _id(last), f"4x{k:06d}", "debug", result)
+                    self._task(out, _id(last), f"4x{k:06d}", result)
         return out
 
-    def _add(self, out: list[Event], checkpoint: str, tag: str, event: str, data: Any) -> None:
-        if event == "messages" and "messages-tuple" in self.modes or event in self.modes:
-            name = f"{event}|{self.ns}" if self.ns else event
+    def _wants(self, *modes: str) -> bool:
+        return any(mode in self.modes for mode in modes)
+
+    def _add(
+        self,
+        out: list[Event],
+        checkpoint: str,
+        tag: str,
+        mode: str,
+        data: Any,
+        name: str | None = None,
+    ) -> None:
+        """An event of ``mode`` if the stream asked for it, named ``mode`` (``messages`` for
+        ``messages-tuple``) with the namespace, or ``name``."""
+        if mode in self.modes:
+            if name is None:
+                name = "messages" if mode == "messages-tuple" else mode
+                name = f"{name}|{self.ns}" if self.ns else name
             out.append(Event(f"{checkpoint}.{tag}", name, data))
+
+    def _task(self, out: list[Event], checkpoint: str, tag: str, shown: dict[str, Any]) -> None:
+        """A task or its result: as ``debug`` shows it, and its payload as ``tasks``."""
+        self._add(out, checkpoint, tag, "debug", shown)
+        self._add(out, checkpoint, f"{tag}t", "tasks", shown["payload"])
 
     def _step(self, snap: StateSnapshot, out: list[Event]) -> None:
         """The events of the step that led to ``snap`` (its parent's tasks), then its
@@ -136,12 +157,18 @@ class Maker:
         self._checkpoint(snap, "2", out)
 
     def _checkpoint(self, snap: StateSnapshot, at: str, out: list[Event]) -> None:
-        """``debug``: the checkpoint, then the tasks it starts."""
+        """The checkpoint (``checkpoints``, ``debug``), then the tasks it starts (``debug``,
+        ``tasks``)."""
         here = _id(snap)
-        self._add(out, here, f"{at}w", "debug", debug.checkpoint(snap))
+        if "checkpoints" in self.modes:
+            self._add(out, here, f"{at}vc", "checkpoints", debug.plain_checkpoint(snap))
+        if "debug" in self.modes:
+            self._add(out, here, f"{at}w", "debug", debug.checkpoint(snap))
+        if not self._wants("debug", "tasks"):
+            return
         for k, task in enumerate(snap.tasks):
             if debug.shown(task):
-                self._add(out, here, f"{at}x{k:06d}", "debug", debug.task(snap, task, self.meta))
+                self._task(out, here, f"{at}x{k:06d}", debug.task(snap, task, self.meta))
 
     def _results(self, previous: StateSnapshot, snap: StateSnapshot, out: list[Event]) -> None:
         """What ``previous``'s tasks wrote, as ``snap`` follows them: their new messages,
@@ -157,19 +184,55 @@ class Maker:
                     continue  # the node's input, or streamed already (by a subgraph)
                 if said:
                     self.said.add(said)
-                data = [message, {**self.meta, "langgraph_node": task.name}]
-                self._add(out, here, f"0m{n:06d}", "messages", data)
+                if self._wants("messages-tuple", "messages"):
+                    meta = self._written_by(task, snap)
+                    self._message(out, here, f"0m{n:06d}", message, meta)
                 n += 1
         for k, (task, (result, _)) in enumerate(zip(previous.tasks, written, strict=True)):
-            if debug.shown(task) and (task.result is not None or task.error is not None):
+            ran = task.result is not None or task.error is not None
+            if debug.shown(task) and ran and self._wants("debug", "tasks"):
                 shown = debug.task_result(previous, task, snap, result=result)
-                self._add(out, here, f"1x{k:06d}", "debug", shown)
+                self._task(out, here, f"1x{k:06d}", shown)
         for k, (task, (result, _)) in enumerate(zip(previous.tasks, written, strict=True)):
             if task.result is not None:
                 self._add(out, here, f"1u{k:06d}", "updates", {task.name: result})
 
+    def _written_by(self, task: PregelTask, snap: StateSnapshot) -> dict[str, Any]:
+        """The metadata of a message ``task`` wrote (its step's checkpoint ``snap``), as
+        the reference has it for a message a node returns: the node's own."""
+        own = f"{task.name}:{task.id}"
+        meta = {
+            **self.meta,
+            "ls_integration": "langgraph",
+            "langgraph_step": int((snap.metadata or {}).get("step", 0)),
+            "langgraph_node": task.name,
+            "langgraph_triggers": debug.triggers(task),
+            "langgraph_path": shapes.jsonable(task.path),
+            "langgraph_checkpoint_ns": f"{self.ns}|{own}" if self.ns else own,
+        }
+        if self.ns:  # the graph the node runs in, a subgraph's alone
+            meta["checkpoint_ns"] = self.ns
+        return meta
+
+    def _message(
+        self,
+        out: list[Event],
+        checkpoint: str,
+        tag: str,
+        message: dict[str, Any],
+        meta: dict[str, Any],
+    ) -> None:
+        """A committed message: ``[message, metadata]`` (``messages-tuple``), or else its
+        metadata then the message whole (``messages``: the reference sends a message it did
+        not stream token by token so, named without a namespace)."""
+        if "messages-tuple" in self.modes:
+            self._add(out, checkpoint, tag, "messages-tuple", [message, meta])
+            return
+        for k, (name, data) in enumerate(render.complete(message, meta)):
+            self._add(out, checkpoint, f"{tag}{k}", "messages", data, name=name)
+
     def _interrupted(self, checkpoint: str, snap: StateSnapshot, out: list[Event]) -> None:
-        interrupts = [{"value": shapes.jsonable(i.value), "id": i.id} for i in snap.interrupts]
+        interrupts = [_interrupt(i) for i in snap.interrupts]
         self._add(out, checkpoint, "3i0", "updates", {"__interrupt__": interrupts})
         values = shapes.jsonable(snap.values)
         if isinstance(values, dict):  # as the reference's values at an interrupt
@@ -200,6 +263,13 @@ def order(event: Event) -> tuple[str, str]:
 def _key(event_id: str) -> tuple[str, str]:
     checkpoint, _, tag = event_id.partition(".")
     return checkpoint, tag
+
+
+def _interrupt(item: Any) -> dict[str, Any]:
+    """An interrupt as the reference's streams serialize it (its dataclass's fields)."""
+    schema = getattr(item, "response_schema", None)
+    shown = shapes.jsonable(schema) if isinstance(schema, dict) else None
+    return {"value": shapes.jsonable(item.value), "id": item.id, "response_schema": shown}
 
 
 def _source(snap: StateSnapshot) -> Any:
