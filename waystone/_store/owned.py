@@ -3,8 +3,9 @@
 another owner's prefix is never reachable from it. The operator (owner ``None``) works on
 the namespaces as stored, as a graph's node does in a run with no owner.
 
-The digest (of the owner's name, in letters) keeps an owner's name, which may be an email, out of
-the stored labels, and a label free of periods (which a namespace label may not hold).
+The digest (of the owner's name, in letters) keeps an owner's name, which may be an
+email, out of the stored labels, and a label free of periods (which a namespace label
+may not hold).
 """
 
 from __future__ import annotations
