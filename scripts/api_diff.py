@@ -40,11 +40,12 @@ TOKEN = "api-diff"
 GRAPH = """
 import os
 import time
+from typing import TypedDict
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
-from langgraph.config import get_stream_writer
+from langgraph.config import get_store, get_stream_writer
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import interrupt
 
@@ -143,6 +144,25 @@ talker.add_node("talk", talk)
 talker.add_edge(START, "talk")
 talker.add_edge("talk", END)
 chat = talker.compile()
+
+
+def remember(state: dict) -> dict:  # the store, as a node reaches it (get_store())
+    store = get_store()
+    store.put(("memories",), state["key"], {"note": state["note"]})
+    return {"found": sorted(i.key for i in store.search(("memories",), limit=100))}
+
+
+class Memo(TypedDict, total=False):
+    key: str
+    note: str
+    found: list
+
+
+memo_builder = StateGraph(Memo)
+memo_builder.add_node("remember", remember)
+memo_builder.add_edge(START, "remember")
+memo_builder.add_edge("remember", END)
+memo = memo_builder.compile()
 """
 
 
@@ -398,27 +418,6 @@ def assistants(lg: Any) -> list[tuple[str, Any]]:
     return seen
 
 
-def store(lg: Any) -> list[tuple[str, Any]]:
-    """The store's calls, as a client makes them."""
-    seen: list[tuple[str, Any]] = []
-    try:
-        lg.store.put_item(["users", "u1"], "k", {"v": 1})
-    except httpx.HTTPStatusError as exc:
-        return [("store put", exc.response.status_code)]
-    item = lg.store.get_item(["users", "u1"], "k")
-    seen.append(("store item", (sorted(item), item["value"], item["namespace"])))
-    found = lg.store.search_items(["users"])
-    seen.append(("store search", [(sorted(i), i["key"]) for i in found["items"]]))
-    spaces = lg.store.list_namespaces(prefix=["users"])
-    seen.append(("store namespaces", spaces))
-    lg.store.delete_item(["users", "u1"], "k")
-    try:
-        seen.append(("store deleted", lg.store.get_item(["users", "u1"], "k")))
-    except httpx.HTTPStatusError as exc:
-        seen.append(("store deleted", exc.response.status_code))
-    return seen
-
-
 def plain_bodies(url: str, api_key: str | None) -> list[tuple[str, Any]]:
     """JSON sent as ``text/plain``, as LangGraph Studio sends it."""
     headers = {"content-type": "text/plain;charset=UTF-8"}
@@ -453,6 +452,47 @@ def streams(lg: Any) -> list[tuple[str, Any]]:
         seen.append((f"subgraphs, run {n + 1}", [_part(p) for p in parts[1:]]))
     parts = list(lg.runs.stream(nested, "nested", input=hi, stream_mode=modes[:3]))
     seen.append(("no subgraphs", [_part(p) for p in parts[1:]]))
+    return seen
+
+
+def store(lg: Any) -> list[tuple[str, Any]]:
+    """The store's routes, and a node's store: the same items. A listing's order is left
+    out (the reference's in-memory store lists in put order, its Postgres one and
+    Waystone's the newest first)."""
+    seen: list[tuple[str, Any]] = []
+    lg.store.put_item(["a", "b"], "k1", {"n": 1, "tag": "x"})
+    lg.store.put_item(["a", "c"], "k2", {"n": 2, "tag": "y"}, ttl=60)
+    item = lg.store.get_item(["a", "b"], "k1")
+    seen.append(("store: item", (sorted(item), item["namespace"], item["value"])))
+    seen.append(("store: no item", lg.store.get_item(["a", "b"], "none")))
+    found = lg.store.search_items(["a"])["items"]
+    seen.append(("store: search", sorted((i["key"], sorted(i)) for i in found)))
+    tagged = lg.store.search_items(["a"], filter={"tag": "y"})["items"]
+    seen.append(("store: filter", [(i["key"], i["score"]) for i in tagged]))
+    for what, given in [
+        ("store: namespaces", {}),
+        ("store: namespaces, depth 1", {"prefix": ["a"], "max_depth": 1}),
+        ("store: namespaces, suffix", {"suffix": ["c"]}),
+    ]:
+        seen.append((what, sorted(lg.store.list_namespaces(**given)["namespaces"])))
+    lg.store.delete_item(["a", "b"], "k1")
+    seen.append(("store: deleted", lg.store.get_item(["a", "b"], "k1")))
+    lg.store.put_item(["memories"], "from-sdk", {"note": "put by the client"})
+    t = lg.threads.create()["thread_id"]
+    done = lg.runs.wait(t, "memo", input={"key": "from-node", "note": "put by the node"})
+    seen.append(("store: a node's search", done["found"]))
+    memories = lg.store.search_items(["memories"])["items"]
+    seen.append(("store: the node's item", sorted(i["key"] for i in memories)))
+    for what, body in [
+        ("store: a label with a period", {"namespace": ["a.b"], "key": "k", "value": {}}),
+        ("store: the reserved label", {"namespace": ["langgraph"], "key": "k", "value": {}}),
+        ("store: no value", {"namespace": ["a"], "key": "k"}),
+    ]:
+        try:
+            lg.http.put("/store/items", json=body)
+            seen.append((what, "accepted"))
+        except httpx.HTTPStatusError as exc:
+            seen.append((what, exc.response.status_code))
     return seen
 
 
@@ -509,6 +549,7 @@ def main() -> int:
                         "gated": "./agent.py:gated",
                         "nested": "./agent.py:nested",
                         "chat": "./agent.py:chat",
+                        "memo": "./agent.py:memo",
                     },
                 }
             )

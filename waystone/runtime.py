@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from langgraph.checkpoint.serde.base import SerializerProtocol
     from langgraph.graph.state import CompiledStateGraph
     from langgraph.runtime import RunControl
+    from langgraph.store.base import BaseStore
 
     from waystone._db.database import Conn
     from waystone._runtime.catalog import Preset
@@ -67,7 +68,9 @@ class Runtime:
     through the effect ledger (at most once for a tool that declares nothing,
     docs/tools.md); ``"as-is"`` calls them as LangGraph does. ``migrate``: bring the
     database's schema up to date first (by default only the embedded database is; a
-    database behind is refused with an error naming ``waystone migrate``).
+    database behind is refused with an error naming ``waystone migrate``). ``store``: the
+    LangGraph store your graphs' nodes and the API use (by default LangGraph's
+    ``PostgresStore`` on this database, redacted and sealed: :attr:`store`).
     """
 
     def __init__(
@@ -79,11 +82,12 @@ class Runtime:
         database_url: str | None = None,
         tools: str | None = None,
         migrate: bool | None = None,
+        store: BaseStore | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env(database_url=database_url)
         if tools is not None:
             self.settings = dataclasses.replace(self.settings, tools=check_tools(tools))
-        self._parts = Parts(self.settings, migrate)
+        self._parts = Parts(self.settings, migrate, store)
         self._catalog = Catalog(self._parts, agents, graphs)
         self._commands = Commands(self._parts, self._catalog)
         self._drives = Drives(self._parts, self._catalog)
@@ -613,6 +617,32 @@ class Runtime:
     def webhooks(self) -> Webhooks:
         """The runs' webhooks (the LangGraph server API's): armed, claimed, recorded."""
         return Webhooks(self._parts)
+
+    # -- the store (long-term memory, apart from the runs' checkpoints) ------------------
+
+    @property
+    def store(self) -> BaseStore:
+        """The LangGraph store your graphs' nodes get (``get_store()``), every namespace of
+        it: values redacted, and sealed when encrypting; made on first use."""
+        return self._parts.store
+
+    def store_for(self, owner: str | None) -> BaseStore:
+        """The store as ``owner`` sees it: its own namespaces only (``None``: all)."""
+        from waystone._store.owned import OwnedStore
+
+        return OwnedStore(lambda: self._parts.store, lambda: owner)
+
+    def sweep_store(self) -> int:
+        """Delete the store's items whose TTL has passed (a worker does it every
+        ``store.ttl.sweep_interval_minutes``); how many were deleted."""
+        from waystone._store.configured import sweep
+
+        return sweep(self._parts.db)
+
+    @property
+    def store_sweep_seconds(self) -> float:
+        """Between two sweeps of the store's expired items."""
+        return self._parts.store_config.sweep_seconds
 
     # -- for the edges: the runtime's Postgres and its logging ---------------------------
 

@@ -35,7 +35,9 @@ def test_a_message_after_a_cancel_during_a_tool_call_completes(
     run = lg.runs.create(thread_id, "react", input=say("book me a trip to Lisbon"))
     wait_until(lambda: desk.held() == 1, "the booking call at the provider")
     lg.runs.cancel(thread_id, run["run_id"])
-    wait_until(lambda: lg.runs.get(thread_id, run["run_id"])["status"] == "interrupted", "the cancel")
+    wait_until(
+        lambda: lg.runs.get(thread_id, run["run_id"])["status"] == "interrupted", "the cancel"
+    )
 
     answered = lg.runs.wait(thread_id, "react", input=say("thanks"))
 

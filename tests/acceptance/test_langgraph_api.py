@@ -261,6 +261,14 @@ MALFORMED: dict[tuple[str, str], tuple[Call, str]] = {
         lambda lg, t, c: lg.crons.update(c, enabled="yes"),  # type: ignore[arg-type]
         "enabled",
     ),
+    ("POST", "/store/items/search"): (
+        lambda lg, t, c: lg.store.search_items(["a"], limit="9"),  # type: ignore[arg-type]
+        "limit",
+    ),
+    ("POST", "/store/namespaces"): (
+        lambda lg, t, c: lg.store.list_namespaces(prefix="a"),  # type: ignore[arg-type]
+        "prefix",
+    ),
 }
 NO_BODY = {
     ("POST", "/threads/{thread_id}/copy"),

@@ -42,6 +42,7 @@ CORE = (
     "waystone.effects",
     "waystone._checkpointing",
     "waystone._privacy",
+    "waystone._store",
     "waystone._webhooks",
     "waystone._streams",
 )
@@ -171,6 +172,7 @@ def test_a_lazy_import_against_the_rings_is_found(tmp_path: Path) -> None:
 # The core's rooms from the bottom up, as docs/architecture.md draws them.
 CORE_ROOMS = (
     "_privacy",
+    "_store",
     "_checkpointing",
     "_runs",
     "effects",

@@ -156,7 +156,10 @@ class Catalog:
 
         settings = self._parts.settings
         # a Pregel (an @entrypoint's) has what the runtime uses of a compiled StateGraph
-        compiled = compile_graph(name, self.graphs[name], self._parts.saver, settings.tools)
+        parts = self._parts
+        compiled = compile_graph(
+            name, self.graphs[name], parts.saver, settings.tools, parts.graph_store
+        )
         return Entry(
             graph=cast("CompiledStateGraph[Any]", compiled),
             # its nodes' longest wait is unknown: that of a model call, as for the preset's

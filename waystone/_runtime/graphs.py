@@ -27,6 +27,7 @@ from waystone.errors import BadInput
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.pregel import Pregel
+    from langgraph.store.base import BaseStore
 
 GraphSource = Any  # a StateGraph, a function returning one, or a Pregel (see module doc)
 
@@ -145,11 +146,16 @@ def import_graphs(named: Iterable[tuple[str, str]]) -> dict[str, GraphSource]:
 
 
 def compile_graph(
-    name: str, source: GraphSource, saver: BaseCheckpointSaver[Any], tools: str = "ledger"
+    name: str,
+    source: GraphSource,
+    saver: BaseCheckpointSaver[Any],
+    tools: str = "ledger",
+    store: BaseStore | None = None,
 ) -> Pregel[Any, Any, Any, Any]:
-    """``source`` compiled (or copied) with ``saver`` as its checkpointer; with ``tools``
-    ``"ledger"``, every call of its ``ToolNode`` s (and its subgraphs') goes through the
-    effect ledger (:mod:`waystone.effects._tool_node`)."""
+    """``source`` compiled (or copied) with ``saver`` as its checkpointer and ``store`` as
+    its store (``get_store()``, ``runtime.store`` in its nodes), unless it was compiled
+    with a store of its own; with ``tools`` ``"ledger"``, every call of its ``ToolNode`` s
+    (and its subgraphs') goes through the effect ledger (:mod:`waystone.effects._tool_node`)."""
     from langgraph.graph import StateGraph
     from langgraph.pregel import Pregel
 
@@ -158,9 +164,10 @@ def compile_graph(
         if not isinstance(built, StateGraph | Pregel) and callable(built):
             built = built()
         if isinstance(built, StateGraph):
-            built = built.compile(checkpointer=saver)
+            built = built.compile(checkpointer=saver, store=store)
         elif isinstance(built, Pregel):
-            built = built.copy(update={"checkpointer": saver})
+            kept = {} if built.store is not None or store is None else {"store": store}
+            built = built.copy(update={"checkpointer": saver, **kept})
     except Exception as exc:  # the user's code: whatever it raises, the graph is unusable
         raise BadInput(f"graph {name!r} cannot be built: {type(exc).__name__}: {exc}") from exc
     if not isinstance(built, Pregel):

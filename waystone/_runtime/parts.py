@@ -10,6 +10,7 @@ core reaches it (the runtime's methods are the way in).
 from __future__ import annotations
 
 import asyncio
+import threading
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -25,10 +26,16 @@ from waystone._runs.signals import SignalBox
 from waystone.config import Settings
 
 if TYPE_CHECKING:
+    from langgraph.store.base import BaseStore
+
     from waystone._checkpointing.loops import LoopSavers
     from waystone._checkpointing.saver import WaystoneSaver
+    from waystone._store.configured import StoreConfig
     from waystone.effects._ledger import Ledger
     from waystone.effects.context import EffectContext
+
+
+OWNERS_KEPT = 10_000  # threads' owners remembered, at most
 
 
 def migrates(settings: Settings, asked: bool | None) -> bool:
@@ -40,8 +47,14 @@ def migrates(settings: Settings, asked: bool | None) -> bool:
 class Parts:
     """One runtime's database (its schema current), vault, sealer, registry, signals, owner."""
 
-    def __init__(self, settings: Settings, migrate_schema: bool | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        migrate_schema: bool | None = None,
+        store: BaseStore | None = None,
+    ) -> None:
         self.settings = settings
+        self._given_store = store
         self.db = Database.open(settings)
         try:
             if migrates(settings, migrate_schema):
@@ -55,6 +68,8 @@ class Parts:
             self.db.close()
             raise
         self.registry = RunRegistry(self.db, redact=self.protect, reveal=self.reveal)
+        self._owners: dict[str, str | None] = {}
+        self._owners_lock = threading.Lock()
         self.signals = SignalBox(self.db, redact=self.protect, reveal=self.reveal)
         self.owner = process_owner()
 
@@ -102,6 +117,46 @@ class Parts:
             redact=self.vault.redact,
             flush=self.saver.flush,
         )
+
+    @cached_property
+    def store_config(self) -> StoreConfig:
+        """What ``langgraph.json`` says of the store."""
+        from waystone._store.configured import langgraph_json, read_config
+
+        return read_config(langgraph_json(self.settings.langgraph_json))
+
+    @cached_property
+    def store(self) -> BaseStore:
+        """The store (the one given, or LangGraph's ``PostgresStore`` on this database,
+        redacting and sealing), made on first use: a process that never reads or writes
+        it never makes its tables."""
+        if self._given_store is not None:
+            return self._given_store
+        from waystone._store.configured import make_store
+
+        return make_store(self.db, self.vault.redact, self.sealer, self.store_config)
+
+    @cached_property
+    def graph_store(self) -> BaseStore:
+        """The store a graph's nodes get: :attr:`store` confined to the namespaces of the
+        owner of the run's thread (all of them for a run with no owner)."""
+        from waystone._store.owned import OwnedStore, run_owner
+
+        return OwnedStore(lambda: self.store, run_owner(self.thread_owner))
+
+    def thread_owner(self, thread_id: str) -> str | None:
+        """The owner a thread was made for (``None``: the operator's); a thread's owner
+        never changes, so it is asked once per process."""
+        with self._owners_lock:
+            if thread_id in self._owners:
+                return self._owners[thread_id]
+        row = self.db.fetch_one("thread_owner", thread_id=thread_id)
+        owner = None if row is None else row["owner"]
+        with self._owners_lock:
+            if len(self._owners) >= OWNERS_KEPT:
+                self._owners.clear()
+            self._owners[thread_id] = owner
+        return owner
 
     @cached_property
     def loop_savers(self) -> LoopSavers:

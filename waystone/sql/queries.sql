@@ -1489,3 +1489,25 @@ WITH ended AS (
 DELETE FROM waystone.stream_logs l USING ended
 WHERE l.thread_id = ended.thread_id AND l.number = ended.number
 RETURNING l.run_id;
+-- Slice "store": the LangGraph store's tables are PostgresStore's own (its setup() makes
+-- them in the public schema); these are Waystone's statements around them.
+
+-- name: pgvector_available
+SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') AS available;
+
+-- name: lock_store_setup
+-- One process at a time runs the store's setup() (its migrations' rows would collide).
+SELECT pg_advisory_lock(hashtext('waystone.store_setup'));
+
+-- name: unlock_store_setup
+SELECT pg_advisory_unlock(hashtext('waystone.store_setup'));
+
+-- name: store_exists
+SELECT to_regclass('public.store') IS NOT NULL AS present;
+
+-- name: sweep_store
+-- The store's items whose TTL has passed (a worker's sweep).
+DELETE FROM public.store WHERE expires_at IS NOT NULL AND expires_at < now();
+
+-- name: thread_owner
+SELECT owner FROM waystone.thread_owners WHERE thread_id = %(thread_id)s;

@@ -44,6 +44,7 @@ def create_app(
 
     from waystone.errors import BadInput
     from waystone.web import auth, crons, operator, owners, pages, thread_edits
+    from waystone.web import store as store_api
     from waystone.web.api import Api
     from waystone.web.calls import Site
     from waystone.web.gate import Gate
@@ -79,6 +80,7 @@ def create_app(
             *crons.routes(api),
             *thread_edits.routes(api, api.changes, api.reads),
             *Protocol(api).routes(),
+            *store_api.routes(api),
             *operator.routes(site),
             *pages.routes(site),
         ],

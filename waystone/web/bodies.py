@@ -152,3 +152,38 @@ class CronSearch(Paged):
     sort_by: CronSort | None = None
     sort_order: str | None = None
     select: list[CronField] | None = None
+
+
+# -- the store (slice "store") -------------------------------------------------------------
+
+Labels = list[str]
+
+
+class StorePut(Body):
+    namespace: Labels
+    key: str
+    value: JsonObject
+    index: Literal[False] | list[str] | None = None
+    ttl: float | None = None
+
+
+class StoreDelete(Body):
+    namespace: Labels | None = None
+    key: str
+
+
+class StoreSearch(Body):
+    namespace_prefix: Labels | None = None
+    filter: JsonObject | None = None
+    limit: int = Field(default=10, ge=0)
+    offset: int = Field(default=0, ge=0)
+    query: str | None = None
+    refresh_ttl: bool | None = None
+
+
+class StoreNamespaces(Body):
+    prefix: Labels | None = None
+    suffix: Labels | None = None
+    max_depth: int | None = Field(default=None, ge=1)
+    limit: int = Field(default=100, ge=0)
+    offset: int = Field(default=0, ge=0)

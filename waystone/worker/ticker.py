@@ -7,6 +7,9 @@ waystone_crons``, heard by the worker's listener); the worker's poll interval bo
 sleep, as a fallback for a lost notification. Any number of tickers may be up: a tick is
 taken by one of them (see :mod:`waystone._runtime.crons`). It also sweeps the stream logs
 past their retention (:mod:`waystone._streams.log`), once a minute.
+
+The same thread sweeps the store's expired items, every ``store.ttl.sweep_interval_minutes``
+(five by default): one delete, whichever worker comes first.
 """
 
 from __future__ import annotations
@@ -45,7 +48,8 @@ class CronTicker:
         self.stopping, self.poll_seconds = stopping, poll_seconds
         self.wake = threading.Event()
         self.ticked = 0
-        self.swept_at: float | None = None
+        self.logs_swept_at: float | None = None  # monotonic time of the last log sweep
+        self.swept_at: float | None = None  # monotonic time of the last store sweep
 
     def start(self) -> threading.Thread:
         thread = threading.Thread(target=self.run, name="waystone-ticker", daemon=True)
@@ -58,8 +62,8 @@ class CronTicker:
             self.wake.clear()
             try:
                 self.ticked += self.rt.crons.tick(self.agents(), self.owner)
-                self._sweep()
-                timeout = self._until_next()
+                self._sweep_logs()
+                timeout = min(self._until_next(), self._sweep())
                 outages = 0
             except (DatabaseUnavailable, psycopg.OperationalError) as exc:
                 outages += 1
@@ -70,12 +74,24 @@ class CronTicker:
                 timeout = self.poll_seconds
             self.wake.wait(timeout)
 
-    def _sweep(self) -> None:
+    def _sweep_logs(self) -> None:
         """Stream logs past their retention go, once a minute (any ticker may)."""
         now = time.monotonic()
-        if self.swept_at is None or now - self.swept_at >= SWEEP_S:
-            self.swept_at = now
+        if self.logs_swept_at is None or now - self.logs_swept_at >= SWEEP_S:
+            self.logs_swept_at = now
             self.rt.sweep_stream_logs()
+
+    def _sweep(self) -> float:
+        """Sweep the store when its time has come; until the next sweep."""
+        every = self.rt.store_sweep_seconds
+        now = time.monotonic()
+        if self.swept_at is None or now - self.swept_at >= every:
+            swept = self.rt.sweep_store()
+            self.swept_at = now
+            if swept:
+                logger.info("ticker: swept %d expired store items", swept)
+            return every
+        return every - (now - self.swept_at)
 
     def _until_next(self) -> float:
         """Until the next cron is due, at most the poll interval. One already due that
