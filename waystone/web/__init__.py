@@ -40,7 +40,7 @@ def create_app(
     from starlette.middleware import Middleware
 
     from waystone.errors import BadInput
-    from waystone.web import crons, operator, owners, pages, thread_edits
+    from waystone.web import assistants, crons, operator, owners, pages, thread_edits
     from waystone.web.api import Api
     from waystone.web.calls import Site
     from waystone.web.gate import Gate
@@ -68,6 +68,7 @@ def create_app(
     return Starlette(
         routes=[
             *api.routes(),
+            *assistants.routes(api),
             *crons.routes(api),
             *thread_edits.routes(api, api.changes, api.reads),
             *operator.routes(site),

@@ -30,9 +30,8 @@ from waystone._runtime.rollback import lineage
 from waystone._runtime.threads import SEARCH_LIMIT
 from waystone._webhooks.policy import Policy
 from waystone.errors import UnknownRun, UnknownThread
-from waystone.web import follow, run_options, shapes, stream
+from waystone.web import assistants, follow, run_options, shapes, stream
 from waystone.web.bodies import (
-    AssistantSearch,
     History,
     RunCreate,
     ThreadCreate,
@@ -90,15 +89,11 @@ class Api:
         self.follower = Follower(rt)
 
     def routes(self) -> list[Route]:
-        """Its own routes; the crons' and the thread edits' are in their modules."""
+        """Its own routes; the assistants', crons' and thread edits' are in their modules."""
         r, w = self.reads, self.changes
         return [
             Route("/ok", self.ok, methods=["GET"]),  # a health check carries no token
             Route("/info", r(self.info), methods=["GET"]),
-            Route("/assistants/search", r(self.search_assistants), methods=["POST"]),
-            Route("/assistants/{assistant_id}", r(self.get_assistant), methods=["GET"]),
-            Route("/assistants/{assistant_id}/graph", r(self.assistant_graph), methods=["GET"]),
-            Route("/assistants/{assistant_id}/schemas", r(self.assistant_schemas), methods=["GET"]),
             Route("/threads", w(self.create_thread), methods=["POST"]),
             Route("/threads/search", r(self.search_threads), methods=["POST"]),
             Route("/threads/{thread_id}", r(self.get_thread), methods=["GET"]),
@@ -186,7 +181,7 @@ class Api:
         return JSONResponse({"version": version("waystone"), "flags": {"assistants": True}})
 
     def graph_id(self, assistant: str) -> str:
-        """The graph an assistant id (or a graph's name) names; 404 if none."""
+        """The graph a graph's own assistant id (or a graph's name) names; 404 if none."""
         names = self.rt.names()
         if assistant in names:
             return assistant
@@ -194,40 +189,6 @@ class Api:
             if shapes.assistant_id(name) == assistant:
                 return name
         raise HttpError(404, f"assistant {assistant!r} not found (graphs: {', '.join(names)})")
-
-    async def search_assistants(self, request: Request) -> Response:
-        body = await read(request, AssistantSearch)
-        found = [
-            shapes.assistant(n, self.since)
-            for n in self.rt.names()
-            if body.graph_id in (None, n) and body.name in (None, n)
-        ]
-        return JSONResponse(found[body.window])
-
-    async def get_assistant(self, request: Request) -> Response:
-        graph_id = self.graph_id(request.path_params["assistant_id"])
-        return JSONResponse(shapes.assistant(graph_id, self.since))
-
-    async def assistant_graph(self, request: Request) -> Response:
-        graph_id = self.graph_id(request.path_params["assistant_id"])
-        xray = request.query_params.get("xray", "false").lower() in ("1", "true")
-        graph = await run_in_threadpool(self.rt.graph, graph_id)
-        drawn = await run_in_threadpool(lambda: graph.get_graph(xray=xray).to_json())
-        return JSONResponse(shapes.jsonable(drawn))
-
-    async def assistant_schemas(self, request: Request) -> Response:
-        graph_id = self.graph_id(request.path_params["assistant_id"])
-        graph = await run_in_threadpool(self.rt.graph, graph_id)
-        return JSONResponse(
-            {
-                "graph_id": graph_id,
-                "input_schema": graph.get_input_jsonschema(),
-                "output_schema": graph.get_output_jsonschema(),
-                "state_schema": graph.get_output_jsonschema(),
-                "config_schema": graph.get_config_jsonschema(),
-                "context_schema": graph.get_context_jsonschema(),
-            }
-        )
 
     # -- threads ---------------------------------------------------------------------------
 
@@ -307,7 +268,9 @@ class Api:
         thread_id = request.path_params["thread_id"]
         body = await read(request, RunCreate)
         status, assistant = await self._create(thread_id, body, request.state.owner)
-        metadata = body.metadata if body.command is None else None
+        metadata = None
+        if body.command is None:
+            metadata = assistants.run_metadata(body.metadata, assistant, status.agent)
         return JSONResponse(shapes.run(status, assistant, metadata))
 
     async def wait_run(self, request: Request) -> Response:
@@ -333,10 +296,13 @@ class Api:
                 422, f"Waystone does not support {', '.join(given)} on a run yet; leave it out"
             )
         strategy = body.multitask_strategy or "enqueue"  # the reference's default
-        graph_id = self.graph_id(body.assistant_id)
+        assistant = await run_in_threadpool(assistants.find, self, body.assistant_id, owner)
+        graph_id = assistant.graph_id
         if_not_exists = body.if_not_exists or "reject"
         command, run_input = body.command, body.input
         options = self._options(body)
+        if command is None:
+            options = assistants.run_options(assistant, options)
         webhook = body.webhook
 
         def create() -> RunStatus:
@@ -364,7 +330,7 @@ class Api:
             )
 
         status = await run_in_threadpool(create)
-        return status, shapes.assistant_id(graph_id)
+        return status, assistant.assistant_id
 
     @staticmethod
     def _options(body: RunCreate) -> RunOptions | None:

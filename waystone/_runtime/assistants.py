@@ -1,0 +1,370 @@
+"""Assistants users make, as the LangGraph server API has them: a graph with the config,
+context and metadata its runs start from, in numbered versions of which one is in force.
+Each change is a new version; an older one can be put back in force.
+
+A graph's own assistant (everyone's, the graph's name as its name) is not stored here: the
+caller passes those it serves to :meth:`Assistants.search` to be found among the stored.
+An assistant made for an owner (an API token's) is found by that owner, and by the
+operator (``owner=None``), who finds every one; for anyone else it does not exist. Its
+name, description, config, context and metadata are redacted and sealed as a run's input.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from psycopg.types.json import Jsonb
+
+from waystone._runs.api_shapes import assistant_id as graph_assistant_id
+from waystone._runtime.options import RunOptions
+from waystone._runtime.threads import SEARCH_LIMIT
+from waystone.errors import BadInput, TransitionNotAllowed
+
+if TYPE_CHECKING:
+    from waystone._runtime.catalog import Catalog
+    from waystone._runtime.parts import Parts
+
+SORTS = ("assistant_id", "graph_id", "name", "created_at", "updated_at")
+IF_EXISTS = ("raise", "do_nothing")
+UNTITLED = "Untitled"  # the reference's name for an assistant made without one
+
+
+@dataclass(frozen=True)
+class Assistant:
+    assistant_id: str
+    graph_id: str
+    version: int
+    name: str
+    description: str | None
+    config: dict[str, Any]
+    context: dict[str, Any]
+    metadata: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime  # a version's: when it was made
+    owner: str | None = None
+    system: bool = False  # a graph's own, not stored
+
+    @property
+    def options(self) -> RunOptions:
+        """What a run on it starts from (its metadata aside)."""
+        return RunOptions(
+            configurable=dict(self.config.get("configurable") or {}),
+            recursion_limit=self.config.get("recursion_limit"),
+            context=self.context or None,
+        )
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What an update of an assistant gives; ``None``: kept as it is."""
+
+    graph_id: str | None = None
+    config: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    name: str | None = None
+    description: str | None = None
+
+
+def of_graph(graph_id: str, since: datetime) -> Assistant:
+    """A graph's own assistant, as the reference makes one for each graph it serves when
+    it starts (``since``): its id derived from the graph's name, everyone's."""
+    return Assistant(
+        assistant_id=graph_assistant_id(graph_id),
+        graph_id=graph_id,
+        version=1,
+        name=graph_id,
+        description=None,
+        config={},
+        context={},
+        metadata={"created_by": "system"},
+        created_at=since,
+        updated_at=since,
+        system=True,
+    )
+
+
+def synced(
+    config: dict[str, Any], context: dict[str, Any] | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``config`` and ``context`` kept in step as the reference keeps them: the context is
+    the config's ``configurable`` (given either way); both at once is :class:`BadInput`."""
+    if config.get("configurable") and context:
+        raise BadInput(  # the reference's word
+            "Cannot specify both configurable and context. Prefer setting context alone."
+        )
+    if config.get("configurable"):
+        return config, dict(config["configurable"])
+    if context:
+        return {**config, "configurable": dict(context)}, context
+    return config, context or {}
+
+
+def patched(current: Assistant, changes: Changes) -> Assistant:
+    """The next version of ``current``: what ``changes`` gives replaces what it had (its
+    metadata's keys are added to the old ones; an empty config keeps the old one). A new
+    context is the new config's ``configurable`` too, and the other way round."""
+    config, context = synced(dict(changes.config or {}), changes.context)
+    config = config or current.config
+    if changes.context is None and not (changes.config or {}).get("configurable"):
+        context = current.context
+    metadata = {**current.metadata, **(changes.metadata or {})}
+    return replace(
+        current,
+        graph_id=current.graph_id if changes.graph_id is None else changes.graph_id,
+        name=current.name if changes.name is None else changes.name,
+        description=current.description if changes.description is None else changes.description,
+        config=config,
+        context=context,
+        metadata=metadata,
+    )
+
+
+def matches(
+    found: Assistant, graph_id: str | None, name: str | None, metadata: dict[str, Any]
+) -> bool:
+    """Whether ``found`` is what a search asks for: its graph, a name holding ``name``
+    (whatever the case), metadata holding ``metadata`` (as Postgres' ``@>``)."""
+    if graph_id is not None and found.graph_id != graph_id:
+        return False
+    if name and name.lower() not in found.name.lower():
+        return False
+    return contains(found.metadata, metadata)
+
+
+def contains(whole: Any, part: Any) -> bool:
+    if isinstance(whole, dict) and isinstance(part, dict):
+        return all(k in whole and contains(whole[k], v) for k, v in part.items())
+    return bool(whole == part)
+
+
+def ordered(found: Iterable[Assistant], sort_by: str, descending: bool) -> list[Assistant]:
+    """``found`` in the reference's order: names and graphs whatever their case."""
+    if sort_by not in SORTS:
+        raise BadInput(f"sort_by must be one of {', '.join(SORTS)}, not {sort_by!r}")
+
+    def key(a: Assistant) -> Any:
+        value = getattr(a, sort_by)
+        return value.lower() if sort_by in ("name", "graph_id") else value
+
+    return sorted(found, key=key, reverse=descending)
+
+
+class Assistants:
+    def __init__(self, parts: Parts, catalog: Catalog) -> None:
+        self._parts = parts
+        self._catalog = catalog
+
+    def create(
+        self,
+        graph_id: str,
+        *,
+        assistant_id: str | None = None,
+        config: dict[str, Any] | None = None,
+        context: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
+        name: str | None = None,
+        description: str | None = None,
+        if_exists: str = "raise",
+        owner: str | None = None,
+    ) -> Assistant:
+        """A new assistant of ``graph_id``, ``owner``'s when given. With an id already
+        taken, :class:`TransitionNotAllowed`, or the assistant as it is when ``if_exists``
+        is ``do_nothing`` (and ``owner`` may see it). Checked before anything is written."""
+        if if_exists not in IF_EXISTS:
+            raise BadInput(f"if_exists must be one of {', '.join(IF_EXISTS)}, not {if_exists!r}")
+        the_id = str(uuid.uuid4()) if assistant_id is None else canonical(assistant_id)
+        config, context = synced(_object(config, "config"), _object(context, "context"))
+        made = self._checked(
+            graph_id,
+            config,
+            context,
+            _object(metadata, "metadata"),
+            name or UNTITLED,
+            description,
+        )
+        row = self._parts.db.fetch_one(
+            "create_assistant", assistant_id=the_id, owner=owner, **self._stored(made)
+        )
+        if row is None:
+            found = self.get(the_id, owner)
+            if if_exists == "raise" or found is None:  # another owner's: say no more
+                raise TransitionNotAllowed(f"assistant {the_id} already exists")
+            return found
+        created = self.get(the_id, owner)
+        assert created is not None
+        return created
+
+    def get(self, assistant_id: str, owner: str | None = None) -> Assistant | None:
+        """The assistant as its version in force has it; None if ``owner`` may not see it."""
+        row = self._parts.db.fetch_one("get_assistant", assistant_id=_id(assistant_id))
+        return self._visible(row, owner)
+
+    def update(
+        self, assistant_id: str, changes: Changes, owner: str | None = None
+    ) -> Assistant | None:
+        """A new version of the assistant, from the one in force and ``changes``, put in
+        force; None if there is no such assistant for ``owner``."""
+        db = self._parts.db
+        with db.transaction() as conn:  # the assistant locked: one new number at a time
+            locked = db.fetch_one("lock_assistant", conn=conn, assistant_id=_id(assistant_id))
+            if self._visible_row(locked, owner) is None:
+                return None
+            assert locked is not None
+            row = db.fetch_one("get_assistant", conn=conn, assistant_id=locked["assistant_id"])
+            current = self._visible(row, owner)
+            assert current is not None
+            new = patched(current, changes)
+            made = self._checked(
+                new.graph_id, new.config, new.context, new.metadata, new.name, new.description
+            )
+            db.execute(
+                "add_assistant_version",
+                conn=conn,
+                assistant_id=current.assistant_id,
+                version=locked["newest"] + 1,
+                **self._stored(made),
+            )
+        return self.get(current.assistant_id, owner)
+
+    def set_version(
+        self, assistant_id: str, version: int, owner: str | None = None
+    ) -> Assistant | None:
+        """The assistant with its ``version`` in force; None if it has no such version, or
+        there is no such assistant for ``owner``."""
+        if self.get(assistant_id, owner) is None:
+            return None
+        the_id = _id(assistant_id)
+        if self._parts.db.fetch_one("set_assistant_version", assistant_id=the_id, version=version):
+            return self.get(the_id, owner)
+        return None
+
+    def delete(self, assistant_id: str, owner: str | None = None) -> bool:
+        """Whether there was such an assistant for ``owner`` (now deleted, every version)."""
+        if self.get(assistant_id, owner) is None:
+            return False
+        return (
+            self._parts.db.fetch_one("delete_assistant", assistant_id=_id(assistant_id)) is not None
+        )
+
+    def versions(
+        self,
+        assistant_id: str,
+        metadata: dict[str, Any] | None = None,
+        owner: str | None = None,
+    ) -> list[Assistant] | None:
+        """The assistant's versions whose metadata holds ``metadata``, the newest first;
+        None if ``owner`` has no such assistant."""
+        if self.get(assistant_id, owner) is None:
+            return None
+        wanted = self._parts.vault.redact(_object(metadata, "metadata"))
+        rows = self._parts.db.fetch_all("assistant_versions", assistant_id=_id(assistant_id))
+        every = map(self._assistant, rows)
+        return [a for a in every if contains(a.metadata, wanted)]
+
+    def search(
+        self,
+        *,
+        graph_id: str | None = None,
+        name: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        sort_by: str = "created_at",
+        descending: bool = True,
+        owner: str | None = None,
+        among: Sequence[Assistant] = (),
+    ) -> list[Assistant]:
+        """``owner``'s assistants and those of ``among`` that :func:`matches` finds, in
+        the order asked for."""
+        wanted = self._parts.vault.redact(_object(metadata, "metadata"))
+        rows = self._parts.db.fetch_all("list_assistants", owner=owner, limit=SEARCH_LIMIT)
+        every = [*among, *map(self._assistant, rows)]
+        return ordered(
+            [a for a in every if matches(a, graph_id, name, wanted)], sort_by, descending
+        )
+
+    # -- stored and read back --------------------------------------------------------------
+
+    def _checked(
+        self,
+        graph_id: str,
+        config: dict[str, Any],
+        context: dict[str, Any],
+        metadata: dict[str, Any],
+        name: str,
+        description: str | None,
+    ) -> dict[str, Any]:
+        """What a version holds, once its graph takes its config (as a run's options)."""
+        entry = self._catalog.entry(self._catalog.known(graph_id))
+        if not isinstance(name, str) or not (description is None or isinstance(description, str)):
+            raise BadInput("an assistant's name and description must be strings")
+        options = RunOptions(
+            configurable=config.get("configurable") or {},
+            recursion_limit=config.get("recursion_limit"),
+        )
+        options.check(set(entry.graph.nodes))
+        return {
+            "graph_id": graph_id,
+            "config": config,
+            "context": context,
+            "metadata": metadata,
+            "name": name,
+            "description": description,
+        }
+
+    def _stored(self, made: dict[str, Any]) -> dict[str, Any]:
+        protect = self._parts.protect
+        sealed = {k: Jsonb(protect(v)) for k, v in made.items() if k != "graph_id"}
+        return {**sealed, "graph_id": made["graph_id"]}
+
+    def _visible(self, row: dict[str, Any] | None, owner: str | None) -> Assistant | None:
+        return None if self._visible_row(row, owner) is None else self._assistant(row)  # type: ignore[arg-type]
+
+    @staticmethod
+    def _visible_row(row: dict[str, Any] | None, owner: str | None) -> dict[str, Any] | None:
+        if row is None or (owner is not None and row["owner"] != owner):
+            return None
+        return row
+
+    def _assistant(self, row: dict[str, Any]) -> Assistant:
+        reveal = self._parts.reveal
+        return Assistant(
+            assistant_id=row["assistant_id"],
+            graph_id=row["graph_id"],
+            version=row["version"],
+            name=reveal(row["name"]),
+            description=reveal(row["description"]),
+            config=reveal(row["config"]),
+            context=reveal(row["context"]),
+            metadata=reveal(row["metadata"]),
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            owner=row["owner"],
+        )
+
+
+def canonical(assistant_id: str) -> str:
+    """An assistant id as stored: a UUID's usual form; :class:`BadInput` if not a UUID."""
+    try:
+        return str(uuid.UUID(str(assistant_id)))
+    except ValueError:
+        raise BadInput(f"an assistant id must be a UUID, not {assistant_id!r}") from None
+
+
+def _id(assistant_id: str) -> str:
+    """The stored form of an id to look up; one that is not a UUID finds nothing."""
+    try:
+        return str(uuid.UUID(str(assistant_id)))
+    except ValueError:
+        return str(assistant_id)
+
+
+def _object(value: Any, what: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise BadInput(f"an assistant's {what} must be a JSON object")
+    return value
