@@ -6,6 +6,8 @@ owner's token finds none of them."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,9 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
-from tests.support.api import ApiSetup
+from tests.conftest import ROOT, Cli
+from tests.support.api import ApiSetup, api_server
+from tests.support.blocks import block
 
 GRAPHS = (
     "steps=tests.support.option_graphs:two_steps,nested=tests.support.stream_graphs:nested_graph"
@@ -175,3 +179,19 @@ def test_subgraphs_and_schemas(lg: SyncLangGraphClient) -> None:
     assert lg.assistants.get_subgraphs(made) == found
     drawn = lg.assistants.get_graph(made)
     assert {n["id"] for n in drawn["nodes"]} >= {"first", "child"}
+
+
+def test_the_docs_assistants_example_runs_as_written(cli: Cli) -> None:
+    """The assistants example of docs/api.md, against a server with the README's graph
+    and token."""
+    example = block("docs/api.md", "Assistants", "py").code
+    graphs = "support=waystone.examples.support:builder"
+    env = {**cli.env, "WAYSTONE_GRAPHS": graphs, "WAYSTONE_API_TOKEN": "s3cret"}
+    with api_server(env) as url:
+        code = example.replace("http://127.0.0.1:2024", url)
+        done = subprocess.run(
+            [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
+        )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "2 {'persona': 'robot'}"
+    assert "support" in done.stdout.splitlines()[1]
