@@ -18,9 +18,10 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
-from tests.conftest import ROOT, Cli
+from tests.conftest import ROOT, Cli, wait_until
 from tests.support.api import ApiSetup, api_server
 from tests.support.blocks import block
+from tests.support.hooks import Receiver
 
 GRAPHS = (
     "steps=tests.support.option_graphs:two_steps,nested=tests.support.stream_graphs:nested_graph"
@@ -33,7 +34,11 @@ def api_setup(tmp_path: Path) -> ApiSetup:
     tokens = tmp_path / "tokens"
     tokens.write_text(f"alice={ALICE}\nbob={BOB}\n")
     tokens.chmod(0o600)
-    env = {"WAYSTONE_GRAPHS": GRAPHS, "WAYSTONE_API_TOKENS_FILE": str(tokens)}
+    env = {
+        "WAYSTONE_GRAPHS": GRAPHS,
+        "WAYSTONE_API_TOKENS_FILE": str(tokens),
+        "WAYSTONE_WEBHOOK_HOSTS": "127.0.0.1",  # the test's receiver
+    }
     return ApiSetup(env, token=OPERATOR)
 
 
@@ -137,6 +142,17 @@ def test_a_run_starts_from_its_assistants_config(lg: SyncLangGraphClient) -> Non
     )
     assert made["assistant_id"] == system["assistant_id"]
     assert lg.runs.join(tid, made["run_id"])["log"][-1] == "second: tone none"
+
+
+def test_a_webhook_names_the_runs_assistant(lg: SyncLangGraphClient) -> None:
+    aid = lg.assistants.create("steps", context={"tone": "dry"})["assistant_id"]
+    with Receiver() as receiver:
+        hook = receiver.url("/hook")
+        lg.runs.wait(None, aid, input={"text": "hi"}, webhook=hook)
+        wait_until(lambda: len(receiver.to("/hook")) == 1, "the run's webhook called")
+        [call] = receiver.to("/hook")
+    assert call["body"]["assistant_id"] == aid
+    assert call["body"]["values"]["log"][-1] == "second: tone dry"
 
 
 def test_owners_see_their_own_assistants(api: str, lg: SyncLangGraphClient) -> None:
