@@ -112,6 +112,7 @@ def test_versions_search_and_delete(lg: SyncLangGraphClient, sql: psycopg.Connec
     assert status_of(lambda: lg.assistants.get(aid)) == 404
     assert sql.execute("SELECT count(*) FROM waystone.assistant_versions").fetchone() == (0,)
     assert status_of(lambda: lg.runs.wait(None, aid, input={"text": "hi"})) == 404
+    assert status_of(lambda: lg.crons.create(aid, schedule="0 9 * * *", input={})) == 404
 
 
 def test_a_run_starts_from_its_assistants_config(lg: SyncLangGraphClient) -> None:
@@ -134,6 +135,9 @@ def test_a_run_starts_from_its_assistants_config(lg: SyncLangGraphClient) -> Non
     lg.assistants.update(aid, context={"tone": "dry"})
     toned = lg.runs.wait(None, aid, input={"text": "hey"})
     assert toned["log"] == ["first: hey as none", "second: tone dry"]
+
+    cron = lambda: lg.crons.create(aid, schedule="0 9 * * *", input={"text": "x"})  # noqa: E731
+    assert status_of(cron) == 422  # not yet: refused, never run on the graph's own
 
     # a run's metadata cannot claim another assistant
     system = lg.assistants.search(graph_id="steps", metadata={"created_by": "system"})[0]

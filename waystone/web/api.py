@@ -180,16 +180,6 @@ class Api:
 
         return JSONResponse({"version": version("waystone"), "flags": {"assistants": True}})
 
-    def graph_id(self, assistant: str) -> str:
-        """The graph a graph's own assistant id (or a graph's name) names; 404 if none."""
-        names = self.rt.names()
-        if assistant in names:
-            return assistant
-        for name in names:
-            if shapes.assistant_id(name) == assistant:
-                return name
-        raise HttpError(404, f"assistant {assistant!r} not found (graphs: {', '.join(names)})")
-
     # -- threads ---------------------------------------------------------------------------
 
     async def create_thread(self, request: Request) -> Response:
