@@ -211,22 +211,19 @@ class Assistants:
         force; None if there is no such assistant for ``owner``."""
         db = self._parts.db
         with db.transaction() as conn:  # the assistant locked: one new number at a time
-            locked = db.fetch_one("lock_assistant", conn=conn, assistant_id=_id(assistant_id))
-            if self._visible_row(locked, owner) is None:
+            locked = db.execute("lock_assistant", conn, assistant_id=_id(assistant_id))
+            if not locked or not _sees(owner, locked[0]):
                 return None
-            assert locked is not None
-            row = db.fetch_one("get_assistant", conn=conn, assistant_id=locked["assistant_id"])
-            current = self._visible(row, owner)
-            assert current is not None
+            rows = db.execute("get_assistant", conn, assistant_id=locked[0]["assistant_id"])
+            current = self._assistant(rows[0])
             new = patched(current, changes)
             made = self._checked(
                 new.graph_id, new.config, new.context, new.metadata, new.name, new.description
             )
             db.execute(
                 "add_assistant_version",
-                conn=conn,
+                conn,
                 assistant_id=current.assistant_id,
-                version=locked["newest"] + 1,
                 **self._stored(made),
             )
         return self.get(current.assistant_id, owner)
@@ -321,13 +318,7 @@ class Assistants:
         return {**sealed, "graph_id": made["graph_id"]}
 
     def _visible(self, row: dict[str, Any] | None, owner: str | None) -> Assistant | None:
-        return None if self._visible_row(row, owner) is None else self._assistant(row)  # type: ignore[arg-type]
-
-    @staticmethod
-    def _visible_row(row: dict[str, Any] | None, owner: str | None) -> dict[str, Any] | None:
-        if row is None or (owner is not None and row["owner"] != owner):
-            return None
-        return row
+        return self._assistant(row) if row is not None and _sees(owner, row) else None
 
     def _assistant(self, row: dict[str, Any]) -> Assistant:
         reveal = self._parts.reveal
@@ -352,6 +343,11 @@ def canonical(assistant_id: str) -> str:
         return str(uuid.UUID(str(assistant_id)))
     except ValueError:
         raise BadInput(f"an assistant id must be a UUID, not {assistant_id!r}") from None
+
+
+def _sees(owner: str | None, row: dict[str, Any]) -> bool:
+    """Whether ``owner`` finds the assistant of ``row``: the operator (None) every one."""
+    return owner is None or row["owner"] == owner
 
 
 def _id(assistant_id: str) -> str:

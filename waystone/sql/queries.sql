@@ -1432,21 +1432,20 @@ JOIN waystone.assistant_versions v ON v.assistant_id = a.assistant_id AND v.vers
 WHERE a.assistant_id = %(assistant_id)s;
 
 -- name: lock_assistant
--- The assistant's row, locked until the transaction ends, with its newest version's number.
-SELECT a.assistant_id, a.owner,
-       (SELECT max(v.version) FROM waystone.assistant_versions v
-        WHERE v.assistant_id = a.assistant_id) AS newest
-FROM waystone.assistants a
-WHERE a.assistant_id = %(assistant_id)s
+-- The assistant's row, locked until the transaction ends (one new version at a time).
+SELECT assistant_id, owner FROM waystone.assistants
+WHERE assistant_id = %(assistant_id)s
 FOR UPDATE;
 
 -- name: add_assistant_version
--- A new version of the assistant, made the one in force.
+-- A new version of the assistant (numbered after its newest), made the one in force; run
+-- with the assistant locked, in a statement of its own (so it sees the newest committed).
 WITH added AS (
     INSERT INTO waystone.assistant_versions
         (assistant_id, version, graph_id, name, description, config, context, metadata)
-    VALUES (%(assistant_id)s, %(version)s, %(graph_id)s, %(name)s, %(description)s,
-            %(config)s, %(context)s, %(metadata)s)
+    SELECT %(assistant_id)s, max(version) + 1, %(graph_id)s, %(name)s, %(description)s,
+           %(config)s, %(context)s, %(metadata)s
+    FROM waystone.assistant_versions WHERE assistant_id = %(assistant_id)s
     RETURNING assistant_id, version, created_at
 )
 UPDATE waystone.assistants a
