@@ -319,6 +319,7 @@ def assistants(lg: Any) -> list[tuple[str, Any]]:
     for what, call in [
         ("assistants: an unknown graph", lambda: lg.assistants.create("nope")),
         ("assistants: an unknown version", lambda: lg.assistants.set_latest(aid, 7)),
+        ("assistants: not an id", lambda: lg.assistants.get("not-a-uuid")),
         ("assistants: a graph's own changed", lambda: lg.assistants.update(nested, name="x")),
         ("assistants: deleted", lambda: lg.assistants.delete(aid)),
         ("assistants: deleted, then", lambda: lg.assistants.get(aid)),

@@ -92,6 +92,7 @@ def test_versions_search_and_delete(lg: SyncLangGraphClient, sql: psycopg.Connec
     assert back["version"] == 1 and back["config"]["configurable"]["persona"] == "pirate"
     assert lg.assistants.get(aid)["version"] == 1
     assert status_of(lambda: lg.assistants.set_latest(aid, 7)) == 404
+    assert status_of(lambda: lg.assistants.get("not-a-uuid")) == 422  # as the reference
 
     assert [a["assistant_id"] for a in lg.assistants.search(metadata={"team": "a"})] == [aid]
     assert [a["assistant_id"] for a in lg.assistants.search(name="pirate")] == [aid]

@@ -127,7 +127,12 @@ class AssistantRoutes:
         self.api, self.rt = api, api.rt
 
     def _find(self, request: Request) -> Assistant:
-        return find(self.api, request.path_params["assistant_id"], request.state.owner)
+        """The path's assistant; an id that is neither a UUID nor a graph's name is 422,
+        as the reference answers it."""
+        given = request.path_params["assistant_id"]
+        if given not in self.rt.names():
+            _uuid(given)
+        return find(self.api, given, request.state.owner)
 
     def _system(self) -> list[Assistant]:
         return [of_graph(name, self.api.since) for name in self.rt.names()]
