@@ -12,7 +12,7 @@ import pytest
 
 from tests.support.option_graphs import two_steps
 from waystone import Runtime
-from waystone._runtime.assistants import Changes
+from waystone._runtime.assistant_rules import Changes
 from waystone.config import Settings
 from waystone.errors import BadInput
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from waystone._runs.api_shapes import assistant_id as graph_assistant_id
-from waystone._runtime.assistants import (
+from waystone._runtime.assistant_rules import (
     Assistant,
     Changes,
     contains,
@@ -18,11 +18,13 @@ from waystone._runtime.assistants import (
     of_graph,
     ordered,
     patched,
+    run_metadata,
+    run_options,
     synced,
 )
 from waystone._runtime.options import RunOptions
 from waystone.errors import BadInput
-from waystone.web.assistants import run_metadata, run_options, shape
+from waystone.web.assistants import shape
 
 SINCE = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -12,14 +12,22 @@ name, description, config, context and metadata are redacted and sealed as a run
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
-from datetime import datetime
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from psycopg.types.json import Jsonb
 
-from waystone._runs.api_shapes import assistant_id as graph_assistant_id
+from waystone._runtime.assistant_rules import (
+    UNTITLED,
+    Assistant,
+    Changes,
+    canonical,
+    contains,
+    matches,
+    ordered,
+    patched,
+    synced,
+)
 from waystone._runtime.options import RunOptions
 from waystone._runtime.threads import SEARCH_LIMIT
 from waystone.errors import BadInput, TransitionNotAllowed
@@ -28,130 +36,7 @@ if TYPE_CHECKING:
     from waystone._runtime.catalog import Catalog
     from waystone._runtime.parts import Parts
 
-SORTS = ("assistant_id", "graph_id", "name", "created_at", "updated_at")
 IF_EXISTS = ("raise", "do_nothing")
-UNTITLED = "Untitled"  # the reference's name for an assistant made without one
-
-
-@dataclass(frozen=True)
-class Assistant:
-    assistant_id: str
-    graph_id: str
-    version: int
-    name: str
-    description: str | None
-    config: dict[str, Any]
-    context: dict[str, Any]
-    metadata: dict[str, Any]
-    created_at: datetime
-    updated_at: datetime  # a version's: when it was made
-    owner: str | None = None
-    system: bool = False  # a graph's own, not stored
-
-    @property
-    def options(self) -> RunOptions:
-        """What a run on it starts from (its metadata aside)."""
-        return RunOptions(
-            configurable=dict(self.config.get("configurable") or {}),
-            recursion_limit=self.config.get("recursion_limit"),
-            context=self.context or None,
-        )
-
-
-@dataclass(frozen=True)
-class Changes:
-    """What an update of an assistant gives; ``None``: kept as it is."""
-
-    graph_id: str | None = None
-    config: dict[str, Any] | None = None
-    context: dict[str, Any] | None = None
-    metadata: dict[str, Any] | None = None
-    name: str | None = None
-    description: str | None = None
-
-
-def of_graph(graph_id: str, since: datetime) -> Assistant:
-    """A graph's own assistant, as the reference makes one for each graph it serves when
-    it starts (``since``): its id derived from the graph's name, everyone's."""
-    return Assistant(
-        assistant_id=graph_assistant_id(graph_id),
-        graph_id=graph_id,
-        version=1,
-        name=graph_id,
-        description=None,
-        config={},
-        context={},
-        metadata={"created_by": "system"},
-        created_at=since,
-        updated_at=since,
-        system=True,
-    )
-
-
-def synced(
-    config: dict[str, Any], context: dict[str, Any] | None
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``config`` and ``context`` kept in step as the reference keeps them: the context is
-    the config's ``configurable`` (given either way); both at once is :class:`BadInput`."""
-    if config.get("configurable") and context:
-        raise BadInput(  # the reference's word
-            "Cannot specify both configurable and context. Prefer setting context alone."
-        )
-    if config.get("configurable"):
-        return config, dict(config["configurable"])
-    if context:
-        return {**config, "configurable": dict(context)}, context
-    return config, context or {}
-
-
-def patched(current: Assistant, changes: Changes) -> Assistant:
-    """The next version of ``current``: what ``changes`` gives replaces what it had (its
-    metadata's keys are added to the old ones; an empty config keeps the old one). A new
-    context is the new config's ``configurable`` too, and the other way round."""
-    config, context = synced(dict(changes.config or {}), changes.context)
-    config = config or current.config
-    if changes.context is None and not (changes.config or {}).get("configurable"):
-        context = current.context
-    metadata = {**current.metadata, **(changes.metadata or {})}
-    return replace(
-        current,
-        graph_id=current.graph_id if changes.graph_id is None else changes.graph_id,
-        name=current.name if changes.name is None else changes.name,
-        description=current.description if changes.description is None else changes.description,
-        config=config,
-        context=context,
-        metadata=metadata,
-    )
-
-
-def matches(
-    found: Assistant, graph_id: str | None, name: str | None, metadata: dict[str, Any]
-) -> bool:
-    """Whether ``found`` is what a search asks for: its graph, a name holding ``name``
-    (whatever the case), metadata holding ``metadata`` (as Postgres' ``@>``)."""
-    if graph_id is not None and found.graph_id != graph_id:
-        return False
-    if name and name.lower() not in found.name.lower():
-        return False
-    return contains(found.metadata, metadata)
-
-
-def contains(whole: Any, part: Any) -> bool:
-    if isinstance(whole, dict) and isinstance(part, dict):
-        return all(k in whole and contains(whole[k], v) for k, v in part.items())
-    return bool(whole == part)
-
-
-def ordered(found: Iterable[Assistant], sort_by: str, descending: bool) -> list[Assistant]:
-    """``found`` in the reference's order: names and graphs whatever their case."""
-    if sort_by not in SORTS:
-        raise BadInput(f"sort_by must be one of {', '.join(SORTS)}, not {sort_by!r}")
-
-    def key(a: Assistant) -> Any:
-        value = getattr(a, sort_by)
-        return value.lower() if sort_by in ("name", "graph_id") else value
-
-    return sorted(found, key=key, reverse=descending)
 
 
 class Assistants:
@@ -335,14 +220,6 @@ class Assistants:
             updated_at=row["updated_at"],
             owner=row["owner"],
         )
-
-
-def canonical(assistant_id: str) -> str:
-    """An assistant id as stored: a UUID's usual form; :class:`BadInput` if not a UUID."""
-    try:
-        return str(uuid.UUID(str(assistant_id)))
-    except ValueError:
-        raise BadInput(f"an assistant id must be a UUID, not {assistant_id!r}") from None
 
 
 def _sees(owner: str | None, row: dict[str, Any]) -> bool:

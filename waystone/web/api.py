@@ -25,6 +25,7 @@ from starlette.routing import Route
 from waystone._identifiers import check_identifier
 from waystone._runs import breakpoints
 from waystone._runs.signals import RESUME
+from waystone._runtime import assistant_rules
 from waystone._runtime.options import RunOptions
 from waystone._runtime.rollback import lineage
 from waystone._runtime.threads import SEARCH_LIMIT
@@ -260,7 +261,7 @@ class Api:
         status, assistant = await self._create(thread_id, body, request.state.owner)
         metadata = None
         if body.command is None:
-            metadata = assistants.run_metadata(body.metadata, assistant, status.agent)
+            metadata = assistant_rules.run_metadata(body.metadata, assistant, status.agent)
         return JSONResponse(shapes.run(status, assistant, metadata))
 
     async def wait_run(self, request: Request) -> Response:
@@ -292,7 +293,7 @@ class Api:
         command, run_input = body.command, body.input
         options = self._options(body)
         if command is None:
-            options = assistants.run_options(assistant, options)
+            options = assistant_rules.run_options(assistant, options)
         webhook = body.webhook
 
         def create() -> RunStatus:

@@ -5,12 +5,11 @@ version in force, search, count, delete), kept in Postgres (:mod:`waystone._runt
 A graph's own assistant is the graph as it is served: it is not changed or deleted.
 
 A run on an assistant starts from its config and context, the run's own merged over them
-as the reference merges them (:func:`run_options`)."""
+as the reference merges them (:func:`waystone._runtime.assistant_rules.run_options`)."""
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
@@ -18,8 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from waystone._runtime.assistants import Assistant, Changes, contains, of_graph
-from waystone._runtime.options import RunOptions
+from waystone._runtime.assistant_rules import Assistant, Changes, contains, of_graph
 from waystone.web import graph_schemas, shapes
 from waystone.web.bodies import (
     AssistantCount,
@@ -91,35 +89,6 @@ def find(api: Api, assistant_id: str, owner: str | None) -> Assistant:
     if found is None or found.graph_id not in names:
         raise HttpError(404, f"assistant {assistant_id!r} not found (graphs: {', '.join(names)})")
     return found
-
-
-def run_options(found: Assistant, given: RunOptions | None) -> RunOptions | None:
-    """A new run's options on ``found``: the run's ``configurable`` keys and context over
-    the assistant's, its recursion limit if it has one, and :func:`run_metadata`."""
-    metadata = run_metadata(given.metadata if given else None, found.assistant_id, found.graph_id)
-    if found.system:
-        return given if metadata is None else replace(given or RunOptions(), metadata=metadata)
-    own = given or RunOptions()
-    base = found.options
-    limit = own.recursion_limit if own.recursion_limit is not None else base.recursion_limit
-    context = {**(base.context or {}), **(own.context or {})}
-    return replace(
-        own,
-        metadata=metadata or {},
-        configurable={**base.configurable, **own.configurable},
-        recursion_limit=limit,
-        context=context or None,
-    )
-
-
-def run_metadata(
-    given: dict[str, Any] | None, assistant_id: str, graph_id: str
-) -> dict[str, Any] | None:
-    """A run's metadata as kept: a user's assistant's id in it (how its run shows which
-    assistant it ran on), and never an id the run's own metadata claims instead."""
-    if assistant_id == shapes.assistant_id(graph_id) and "assistant_id" not in (given or {}):
-        return given
-    return {**(given or {}), "assistant_id": assistant_id}
 
 
 class AssistantRoutes:
