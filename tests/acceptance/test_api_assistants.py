@@ -109,8 +109,16 @@ def test_versions_search_and_delete(lg: SyncLangGraphClient, sql: psycopg.Connec
 
     stored = sql.execute("SELECT metadata::text FROM waystone.assistant_versions").fetchall()
     assert len(stored) == 2 and not any("ana@example.com" in row[0] for row in stored)
-    lg.assistants.delete(aid)
+    kept = lg.threads.create(metadata={"assistant_id": "another"})["thread_id"]
+    named = lg.threads.create(metadata={"assistant_id": aid})["thread_id"]
+    waiting = lg.threads.create(metadata={"assistant_id": aid})["thread_id"]
+    lg.runs.wait(waiting, aid, input={"text": "hi"}, interrupt_before=["second"])
+    assert lg.threads.get(waiting)["status"] == "interrupted"
+    lg.assistants.delete(aid, delete_threads=True)
     assert status_of(lambda: lg.assistants.get(aid)) == 404
+    assert status_of(lambda: lg.threads.get(named)) == 404  # its threads with it
+    assert lg.threads.get(kept)["thread_id"] == kept
+    assert lg.threads.get(waiting)["status"] == "interrupted"  # its run not ended: kept
     assert sql.execute("SELECT count(*) FROM waystone.assistant_versions").fetchone() == (0,)
     assert status_of(lambda: lg.runs.wait(None, aid, input={"text": "hi"})) == 404
     assert status_of(lambda: lg.crons.create(aid, schedule="0 9 * * *", input={})) == 404

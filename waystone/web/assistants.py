@@ -18,6 +18,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from waystone._runtime.assistant_rules import Assistant, Changes, contains, of_graph
+from waystone._runtime.threads import SEARCH_LIMIT
+from waystone.errors import TransitionNotAllowed
 from waystone.web import graph_schemas, shapes
 from waystone.web.bodies import (
     AssistantCount,
@@ -167,19 +169,25 @@ class AssistantRoutes:
         return JSONResponse(shape(made))
 
     async def delete(self, request: Request) -> Response:
-        if request.query_params.get("delete_threads", "").lower() == "true":
-            raise HttpError(
-                422,
-                "delete_threads is not supported: Waystone keeps a thread until it is deleted "
-                "itself (DELETE /threads/{id}); delete the assistant's threads first",
-            )
         found = await run_in_threadpool(self._find, request)
         if found.system:
             raise HttpError(409, FIXED)
         owner = request.state.owner
+        if request.query_params.get("delete_threads", "").lower() == "true":
+            await run_in_threadpool(self._delete_threads, found.assistant_id, owner)
         if not await run_in_threadpool(self.rt.assistants.delete, found.assistant_id, owner):
             raise HttpError(404, f"Assistant {found.assistant_id} not found")
         return Response(status_code=204)
+
+    def _delete_threads(self, assistant_id: str, owner: str | None) -> None:
+        """The caller's threads whose metadata names the assistant, as the reference
+        deletes them; one whose run has not ended is kept (cancel it first)."""
+        named = {"assistant_id": assistant_id}
+        for thread in self.rt.search_threads(metadata=named, limit=SEARCH_LIMIT, owner=owner):
+            try:
+                self.rt.delete_thread(thread.thread_id, by="api", owner=owner)
+            except TransitionNotAllowed:
+                continue
 
     async def versions(self, request: Request) -> Response:
         body = await read(request, AssistantVersions)
