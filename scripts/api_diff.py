@@ -170,6 +170,9 @@ memo = memo_builder.compile()
 KNOWN = {
     "run keys": "no langsmith_session_name: Waystone has no LangSmith tracing project",
     "runs": "a resume is the same Waystone run going on, not a run of its own",
+    "assistants: a graph's own changed": "a graph's own assistant is the graph as served: "
+    "make an assistant of it instead",
+    "assistants: the graphs' own": "waystone's command line drives its demo agent, refund, too",
 }
 
 
@@ -381,43 +384,6 @@ def regenerate(lg: Any) -> list[tuple[str, Any]]:
     ]
 
 
-def assistants(lg: Any) -> list[tuple[str, Any]]:
-    """Assistants made by a user, their versions; the graphs' own, found as Studio finds
-    them (``metadata.created_by: system``)."""
-    seen: list[tuple[str, Any]] = []
-    system = lg.assistants.search(metadata={"created_by": "system"}, limit=100)
-    seen.append(("system assistants", sorted(a["graph_id"] for a in system)))
-    try:
-        made = lg.assistants.create(
-            "chat", config={"configurable": {"tone": "dry"}}, metadata={"team": "a"}, name="mine"
-        )
-    except httpx.HTTPStatusError as exc:
-        return [*seen, ("assistant create", exc.response.status_code)]
-    seen.append(("assistant keys", sorted(made)))
-    seen.append(("assistant version", made["version"]))
-    changed = lg.assistants.update(made["assistant_id"], metadata={"team": "b"})
-    seen.append(("assistant updated", (changed["version"], changed["metadata"])))
-    versions = lg.assistants.get_versions(made["assistant_id"])
-    seen.append(("assistant versions", sorted(v["version"] for v in versions)))
-    latest = lg.assistants.set_latest(made["assistant_id"], 1)
-    seen.append(("assistant latest", (latest["version"], latest["metadata"])))
-    found = lg.assistants.search(metadata={"team": "a"})
-    seen.append(("assistant search", [a["name"] for a in found]))
-    t = lg.threads.create()["thread_id"]
-    done = lg.runs.wait(t, made["assistant_id"], input=_say("hi"))
-    seen.append(("assistant run", _messages(done)))
-    [nested] = lg.assistants.search(graph_id="nested")
-    subgraphs = lg.assistants.get_subgraphs(nested["assistant_id"])
-    seen.append(("assistant subgraphs", sorted(subgraphs)))
-    lg.assistants.delete(made["assistant_id"])
-    try:
-        lg.assistants.get(made["assistant_id"])
-        seen.append(("assistant deleted", 200))
-    except httpx.HTTPStatusError as exc:
-        seen.append(("assistant deleted", exc.response.status_code))
-    return seen
-
-
 def plain_bodies(url: str, api_key: str | None) -> list[tuple[str, Any]]:
     """JSON sent as ``text/plain``, as LangGraph Studio sends it."""
     headers = {"content-type": "text/plain;charset=UTF-8"}
@@ -491,6 +457,68 @@ def store(lg: Any) -> list[tuple[str, Any]]:
         try:
             lg.http.put("/store/items", json=body)
             seen.append((what, "accepted"))
+        except httpx.HTTPStatusError as exc:
+            seen.append((what, exc.response.status_code))
+    return seen
+
+
+def assistants(lg: Any) -> list[tuple[str, Any]]:
+    """The graphs' own assistants and one a user makes: versions, search, a run on it."""
+    seen: list[tuple[str, Any]] = []
+    fields = ("graph_id", "version", "name", "description", "config", "context", "metadata")
+    system = lg.assistants.search(metadata={"created_by": "system"})
+    seen.append(("assistants: the graphs' own", sorted(a["graph_id"] for a in system)))
+    made = lg.assistants.create(
+        "assist",
+        config={"configurable": {"persona": "pirate"}},
+        metadata={"team": "a"},
+        name="Pirate",
+    )
+    aid = made["assistant_id"]
+    seen.append(("assistants: made", (sorted(made), {k: made[k] for k in fields})))
+    changed = lg.assistants.update(
+        aid, config={"configurable": {"persona": "robot"}}, metadata={"tier": 2}
+    )
+    seen.append(("assistants: updated", {k: changed[k] for k in fields}))
+    versions = lg.assistants.get_versions(aid)
+    seen.append(("assistants: versions", [(v["version"], sorted(v)) for v in versions]))
+    back = lg.assistants.set_latest(aid, 1)
+    seen.append(("assistants: version 1 again", (back["version"], back["config"])))
+    seen.append(("assistants: get", lg.assistants.get(aid)["version"]))
+    found = lg.assistants.search(metadata={"team": "a"})
+    seen.append(("assistants: found by metadata", [a["assistant_id"] == aid for a in found]))
+    seen.append(("assistants: found by name", len(lg.assistants.search(name="pirat"))))
+    seen.append(("assistants: count", lg.assistants.count(graph_id="assist")))
+    picked = lg.assistants.search(graph_id="assist", select=["assistant_id", "version"], limit=1)
+    seen.append(("assistants: select", [sorted(a) for a in picked]))
+    t = lg.threads.create()["thread_id"]
+    said = lg.runs.wait(t, aid, input={"messages": [{"role": "user", "content": "hi"}]})
+    seen.append(("assistants: a run on one", _messages(said)))
+    run = lg.runs.list(t)[0]
+    seen.append(
+        (
+            "assistants: the run's",
+            (run["assistant_id"] == aid, run["metadata"].get("assistant_id") == aid),
+        )
+    )
+    nested = next(a for a in system if a["graph_id"] == "nested")["assistant_id"]
+    subgraphs = lg.assistants.get_subgraphs(nested)
+    shown = {
+        ns: (sorted(s), sorted(s["state_schema"]["properties"])) for ns, s in subgraphs.items()
+    }
+    seen.append(("assistants: subgraphs", shown))
+    seen.append(("assistants: schemas", sorted(lg.assistants.get_schemas(aid))))
+    for what, call in [
+        ("assistants: an unknown graph", lambda: lg.assistants.create("nope")),
+        ("assistants: an unknown version", lambda: lg.assistants.set_latest(aid, 7)),
+        ("assistants: not an id", lambda: lg.assistants.get("not-a-uuid")),
+        ("assistants: a graph's own changed", lambda: lg.assistants.update(nested, name="x")),
+        ("assistants: deleted", lambda: lg.assistants.delete(aid)),
+        ("assistants: deleted, then", lambda: lg.assistants.get(aid)),
+    ]:
+        try:
+            call()
+            seen.append((what, "ok"))
         except httpx.HTTPStatusError as exc:
             seen.append((what, exc.response.status_code))
     return seen

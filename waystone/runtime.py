@@ -24,6 +24,7 @@ from waystone._runs.signals import RESUME
 from waystone._runs.status import RunStatus as RunStatus
 from waystone._runs.status import past_status
 from waystone._runtime import options as run_options
+from waystone._runtime.assistants import Assistants
 from waystone._runtime.catalog import Catalog
 from waystone._runtime.commands import Commands
 from waystone._runtime.crons import Crons
@@ -94,6 +95,7 @@ class Runtime:
         self._views = Views(self._parts, self._catalog)
         self._threads = Threads(self._parts)
         self._crons = Crons(self._parts, self._catalog)
+        self._assistants = Assistants(self._parts, self._catalog)
         self._edits = ThreadEdits(self._parts, self._catalog, self._commands, self._threads)
 
     def __enter__(self) -> Runtime:
@@ -612,6 +614,12 @@ class Runtime:
         """The crons (schedules that start runs; workers tick them): create, search,
         update, delete, and a worker's ``tick``."""
         return self._crons
+
+    @property
+    def assistants(self) -> Assistants:
+        """The assistants users make (a graph with its config, context and metadata, in
+        versions): create, get, update, search, delete."""
+        return self._assistants
 
     @functools.cached_property
     def webhooks(self) -> Webhooks:

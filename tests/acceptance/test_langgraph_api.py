@@ -200,6 +200,23 @@ YEARLY = "0 0 1 1 *"
 # and the field that is wrong.
 MALFORMED: dict[tuple[str, str], tuple[Call, str]] = {
     ("POST", "/assistants/search"): (lambda lg, t, c: lg.assistants.search(limit="9"), "limit"),
+    ("POST", "/assistants/count"): (lambda lg, t, c: lg.assistants.count(name=5), "name"),  # type: ignore[arg-type]
+    ("POST", "/assistants"): (
+        lambda lg, t, c: lg.assistants.create("assist", if_exists="maybe"),  # type: ignore[arg-type]
+        "if_exists",
+    ),
+    ("PATCH", "/assistants/{assistant_id}"): (
+        lambda lg, t, c: lg.assistants.update("assist", name=5),  # type: ignore[arg-type]
+        "name",
+    ),
+    ("POST", "/assistants/{assistant_id}/versions"): (
+        lambda lg, t, c: lg.assistants.get_versions("assist", limit="9"),  # type: ignore[arg-type]
+        "limit",
+    ),
+    ("POST", "/assistants/{assistant_id}/latest"): (
+        lambda lg, t, c: lg.assistants.set_latest("assist", "1"),  # type: ignore[arg-type]
+        "version",
+    ),
     ("POST", "/threads"): (
         lambda lg, t, c: lg.threads.create(if_exists="sometimes"),  # type: ignore[arg-type]
         "if_exists",

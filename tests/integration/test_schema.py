@@ -133,7 +133,7 @@ def test_a_database_at_the_baseline_migrates_to_what_schema_sql_makes(
             "UPDATE waystone.runs SET wake_at = now() + interval '1 h', "
             "evidence = '{\"interrupt_id\": \"i-1\"}' WHERE thread_id = 'waits'"
         )
-    assert _migrate(empty_database_url) == latest_version() == 18
+    assert _migrate(empty_database_url) == latest_version() == 19
     assert schema_dump(empty_database_url) == schema_dump(database_url)
     with psycopg.connect(empty_database_url) as upgraded:
         waits = upgraded.execute(
@@ -174,7 +174,7 @@ def test_a_runtime_refuses_a_database_behind_and_migrates_it_when_asked(
 ) -> None:
     at_baseline(empty_database_url)
     settings = Settings(database_url=empty_database_url)
-    with pytest.raises(SchemaBehind, match=r"version 1, .* needs 18: run `waystone migrate`"):
+    with pytest.raises(SchemaBehind, match=r"version 1, .* needs 19: run `waystone migrate`"):
         Runtime(settings)
     assert version(empty_database_url) == 1
     with Runtime(settings, migrate=True) as rt:

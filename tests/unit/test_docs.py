@@ -57,6 +57,7 @@ def test_every_code_block_of_the_readme_and_the_docs_is_run_by_a_test() -> None:
     path, _, name = GENERIC.partition("::")
     assert f"\ndef {name}(" in (ROOT / path).read_text()
     assert set(by_name.values()) == {
+        "tests/acceptance/test_api_assistants.py",
         "tests/acceptance/test_api_crons.py",
         "tests/acceptance/test_api_mcp.py",
         "tests/acceptance/test_docs_blocks.py",

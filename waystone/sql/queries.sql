@@ -1511,3 +1511,82 @@ DELETE FROM public.store WHERE expires_at IS NOT NULL AND expires_at < now();
 
 -- name: thread_owner
 SELECT owner FROM waystone.thread_owners WHERE thread_id = %(thread_id)s;
+-- Assistants users make (slice "assistants"): each with its versions, one in force.
+
+-- name: create_assistant
+-- A new assistant with its first version, in one statement; nothing when the id is taken.
+WITH made AS (
+    INSERT INTO waystone.assistants (assistant_id, owner, version)
+    VALUES (%(assistant_id)s, %(owner)s, 1)
+    ON CONFLICT (assistant_id) DO NOTHING
+    RETURNING assistant_id, created_at
+)
+INSERT INTO waystone.assistant_versions
+    (assistant_id, version, graph_id, name, description, config, context, metadata, created_at)
+SELECT assistant_id, 1, %(graph_id)s, %(name)s, %(description)s, %(config)s, %(context)s,
+       %(metadata)s, created_at
+FROM made
+RETURNING assistant_id;
+
+-- name: get_assistant
+-- An assistant as its version in force has it.
+SELECT a.assistant_id, a.owner, a.version, a.created_at, a.updated_at, v.graph_id, v.name,
+       v.description, v.config, v.context, v.metadata
+FROM waystone.assistants a
+JOIN waystone.assistant_versions v ON v.assistant_id = a.assistant_id AND v.version = a.version
+WHERE a.assistant_id = %(assistant_id)s;
+
+-- name: lock_assistant
+-- The assistant's row, locked until the transaction ends (one new version at a time).
+SELECT assistant_id, owner FROM waystone.assistants
+WHERE assistant_id = %(assistant_id)s
+FOR UPDATE;
+
+-- name: add_assistant_version
+-- A new version of the assistant (numbered after its newest), made the one in force; run
+-- with the assistant locked, in a statement of its own (so it sees the newest committed).
+WITH added AS (
+    INSERT INTO waystone.assistant_versions
+        (assistant_id, version, graph_id, name, description, config, context, metadata)
+    SELECT %(assistant_id)s, max(version) + 1, %(graph_id)s, %(name)s, %(description)s,
+           %(config)s, %(context)s, %(metadata)s
+    FROM waystone.assistant_versions WHERE assistant_id = %(assistant_id)s
+    RETURNING assistant_id, version, created_at
+)
+UPDATE waystone.assistants a
+SET version = added.version, updated_at = added.created_at
+FROM added
+WHERE a.assistant_id = added.assistant_id
+RETURNING a.assistant_id;
+
+-- name: set_assistant_version
+-- The assistant's version %(version)s put in force; nothing when it has no such version.
+UPDATE waystone.assistants a
+SET version = %(version)s, updated_at = clock_timestamp()
+WHERE a.assistant_id = %(assistant_id)s
+  AND EXISTS (SELECT 1 FROM waystone.assistant_versions v
+              WHERE v.assistant_id = a.assistant_id AND v.version = %(version)s)
+RETURNING a.assistant_id;
+
+-- name: delete_assistant
+-- The assistant and its versions; nothing when there is none.
+DELETE FROM waystone.assistants WHERE assistant_id = %(assistant_id)s RETURNING assistant_id;
+
+-- name: list_assistants
+-- The assistants %(owner)s sees (every one for the operator, NULL), the newest first.
+SELECT a.assistant_id, a.owner, a.version, a.created_at, a.updated_at, v.graph_id, v.name,
+       v.description, v.config, v.context, v.metadata
+FROM waystone.assistants a
+JOIN waystone.assistant_versions v ON v.assistant_id = a.assistant_id AND v.version = a.version
+WHERE %(owner)s::text IS NULL OR a.owner = %(owner)s
+ORDER BY a.created_at DESC
+LIMIT %(limit)s;
+
+-- name: assistant_versions
+-- Every version of the assistant, the newest first.
+SELECT v.assistant_id, a.owner, v.version, v.created_at, v.created_at AS updated_at, v.graph_id,
+       v.name, v.description, v.config, v.context, v.metadata
+FROM waystone.assistant_versions v
+JOIN waystone.assistants a ON a.assistant_id = v.assistant_id
+WHERE v.assistant_id = %(assistant_id)s
+ORDER BY v.version DESC;

@@ -43,7 +43,7 @@ def create_app(
     from starlette.routing import Route
 
     from waystone.errors import BadInput
-    from waystone.web import auth, crons, operator, owners, pages, thread_edits
+    from waystone.web import assistants, auth, crons, operator, owners, pages, thread_edits
     from waystone.web import store as store_api
     from waystone.web.api import Api
     from waystone.web.calls import Site
@@ -77,6 +77,7 @@ def create_app(
         routes=[
             *api.routes(),
             Route(PATH, mcp),
+            *assistants.routes(api),
             *crons.routes(api),
             *thread_edits.routes(api, api.changes, api.reads),
             *Protocol(api).routes(),

@@ -26,16 +26,16 @@ from starlette.routing import Route
 from waystone._identifiers import check_identifier
 from waystone._runs import breakpoints
 from waystone._runs.signals import RESUME
+from waystone._runtime import assistant_rules
 from waystone._runtime.options import RunOptions
 from waystone._runtime.rollback import lineage
 from waystone._runtime.threads import SEARCH_LIMIT
 from waystone._webhooks.policy import Policy
 from waystone.errors import UnknownRun, UnknownThread
-from waystone.web import follow, run_options, shapes, stream
+from waystone.web import assistants, follow, run_options, shapes, stream
 from waystone.web.auth import CustomAuth, authorize, passes
 from waystone.web.auth_filters import assistant_action, thread_action
 from waystone.web.bodies import (
-    AssistantSearch,
     History,
     RunCreate,
     ThreadCreate,
@@ -93,15 +93,11 @@ class Api:
         self.follower = Follower(rt)
 
     def routes(self) -> list[Route]:
-        """Its own routes; the crons' and the thread edits' are in their modules."""
+        """Its own routes; the assistants', crons' and thread edits' are in their modules."""
         r, w = self.reads, self.changes
         return [
             Route("/ok", self.ok, methods=["GET"]),  # a health check carries no token
             Route("/info", r(self.info), methods=["GET"]),
-            Route("/assistants/search", r(self.search_assistants), methods=["POST"]),
-            Route("/assistants/{assistant_id}", r(self.get_assistant), methods=["GET"]),
-            Route("/assistants/{assistant_id}/graph", r(self.assistant_graph), methods=["GET"]),
-            Route("/assistants/{assistant_id}/schemas", r(self.assistant_schemas), methods=["GET"]),
             Route("/threads", w(self.create_thread), methods=["POST"]),
             Route("/threads/search", r(self.search_threads), methods=["POST"]),
             Route("/threads/{thread_id}", r(self.get_thread), methods=["GET"]),
@@ -201,11 +197,10 @@ class Api:
         """The metadata of the assistant an id (or a graph's name) names, which an auth
         filter is held to; ``None`` when there is none (its route answers 404)."""
         try:
-            graph_id = self.graph_id(assistant)
+            found = assistants.find(self, assistant, None)
         except HttpError:
             return None
-        metadata: dict[str, Any] = shapes.assistant(graph_id, self.since)["metadata"]
-        return metadata
+        return dict(found.metadata)
 
     async def _check_owner(self, request: Request, handler: Handler) -> None:
         """404 for a thread the caller's owner may not see, before anything is read or
@@ -236,58 +231,6 @@ class Api:
         from importlib.metadata import version
 
         return JSONResponse({"version": version("waystone"), "flags": {"assistants": True}})
-
-    def graph_id(self, assistant: str) -> str:
-        """The graph an assistant id (or a graph's name) names; 404 if none."""
-        names = self.rt.names()
-        if assistant in names:
-            return assistant
-        for name in names:
-            if shapes.assistant_id(name) == assistant:
-                return name
-        raise HttpError(404, f"assistant {assistant!r} not found (graphs: {', '.join(names)})")
-
-    async def search_assistants(self, request: Request) -> Response:
-        body = await read(request, AssistantSearch)
-        asked: dict[str, Any] = {
-            "graph_id": body.graph_id,
-            "metadata": {},
-            "limit": body.limit,
-            "offset": body.offset,
-        }
-        filters = await authorize(request, "assistants", "search", asked)
-        found = [
-            shapes.assistant(n, self.since)
-            for n in self.rt.names()
-            if body.graph_id in (None, n) and body.name in (None, n)
-        ]
-        found = [a for a in found if passes(a["metadata"], filters)]
-        return JSONResponse(found[body.window])
-
-    async def get_assistant(self, request: Request) -> Response:
-        graph_id = self.graph_id(request.path_params["assistant_id"])
-        return JSONResponse(shapes.assistant(graph_id, self.since))
-
-    async def assistant_graph(self, request: Request) -> Response:
-        graph_id = self.graph_id(request.path_params["assistant_id"])
-        xray = request.query_params.get("xray", "false").lower() in ("1", "true")
-        graph = await run_in_threadpool(self.rt.graph, graph_id)
-        drawn = await run_in_threadpool(lambda: graph.get_graph(xray=xray).to_json())
-        return JSONResponse(shapes.jsonable(drawn))
-
-    async def assistant_schemas(self, request: Request) -> Response:
-        graph_id = self.graph_id(request.path_params["assistant_id"])
-        graph = await run_in_threadpool(self.rt.graph, graph_id)
-        return JSONResponse(
-            {
-                "graph_id": graph_id,
-                "input_schema": graph.get_input_jsonschema(),
-                "output_schema": graph.get_output_jsonschema(),
-                "state_schema": graph.get_output_jsonschema(),
-                "config_schema": graph.get_config_jsonschema(),
-                "context_schema": graph.get_context_jsonschema(),
-            }
-        )
 
     # -- threads ---------------------------------------------------------------------------
 
@@ -384,7 +327,9 @@ class Api:
         thread_id = request.path_params["thread_id"]
         body, user = await self._authorize_run(request, thread_id, await read(request, RunCreate))
         status, assistant = await self._create(thread_id, body, request.state.owner, user)
-        metadata = body.metadata if body.command is None else None
+        metadata = None
+        if body.command is None:
+            metadata = assistant_rules.run_metadata(body.metadata, assistant, status.agent)
         return JSONResponse(shapes.run(status, assistant, metadata))
 
     async def wait_run(self, request: Request) -> Response:
@@ -443,10 +388,13 @@ class Api:
                 422, f"Waystone does not support {', '.join(given)} on a run yet; leave it out"
             )
         strategy = body.multitask_strategy or "enqueue"  # the reference's default
-        graph_id = self.graph_id(body.assistant_id)
+        assistant = await run_in_threadpool(assistants.find, self, body.assistant_id, owner)
+        graph_id = assistant.graph_id
         if_not_exists = body.if_not_exists or "reject"
         command, run_input = body.command, body.input
         options = self._options(body)
+        if command is None:
+            options = assistant_rules.run_options(assistant, options)
         if user:
             base = options or RunOptions()
             options = replace(base, configurable={**base.configurable, **user})
@@ -485,7 +433,7 @@ class Api:
             )
 
         status = await run_in_threadpool(create)
-        return status, shapes.assistant_id(graph_id)
+        return status, assistant.assistant_id
 
     @staticmethod
     def _options(body: RunCreate) -> RunOptions | None:

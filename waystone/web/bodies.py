@@ -36,9 +36,56 @@ CronField = Literal[
 ]
 
 
-class AssistantSearch(Paged):
+AssistantSort = Literal["assistant_id", "created_at", "updated_at", "name", "graph_id"]
+AssistantField = Literal[
+    "assistant_id",
+    "graph_id",
+    "name",
+    "description",
+    "config",
+    "context",
+    "created_at",
+    "updated_at",
+    "metadata",
+    "version",
+]
+
+
+class AssistantCount(Body):
     graph_id: str | None = None
     name: str | None = None
+    metadata: JsonObject | None = None
+
+
+class AssistantSearch(AssistantCount, Paged):
+    sort_by: AssistantSort | None = None
+    sort_order: Literal["asc", "desc"] | None = None
+    select: list[AssistantField] | None = None
+
+
+class AssistantPatch(Body):
+    """What an assistant's update changes: the fields it names."""
+
+    graph_id: str | None = None
+    config: JsonObject | None = None
+    context: JsonObject | None = None
+    metadata: JsonObject | None = None
+    name: str | None = None
+    description: str | None = None
+
+
+class AssistantCreate(AssistantPatch):
+    graph_id: str
+    assistant_id: str | None = None
+    if_exists: Literal["raise", "do_nothing"] | None = None
+
+
+class AssistantVersions(Paged):
+    metadata: JsonObject | None = None
+
+
+class AssistantLatest(Body):
+    version: int
 
 
 class ThreadCreate(Body):

@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from waystone.web import shapes
+from waystone.web import assistants, shapes
 from waystone.web.auth import authorize, passes
 from waystone.web.bodies import CronCreate, CronFields, CronPatch, CronSearch
 from waystone.web.inputs import read
@@ -111,7 +111,14 @@ class CronRoutes:
 
     async def _create(self, thread_id: str | None, body: CronCreate, owner: str | None) -> Response:
         _refuse_unsupported(body)
-        graph_id = self.api.graph_id(body.assistant_id)
+        assistant = await run_in_threadpool(assistants.find, self.api, body.assistant_id, owner)
+        if not assistant.system:
+            raise HttpError(
+                422,
+                "a cron on a user's assistant is not supported yet: give its graph's "
+                f"({assistant.graph_id!r}), and the cron's input",
+            )
+        graph_id = assistant.graph_id
         settings: dict[str, Any] = {
             "thread_id": thread_id,
             "metadata": body.metadata,

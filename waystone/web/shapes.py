@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from waystone._runs.api_shapes import RUN_STATUS, THREAD_STATUS
@@ -19,25 +18,11 @@ if TYPE_CHECKING:
 SETTLED = ("done", "failed", "needs-human")
 
 
-def assistant(graph_id: str, since: datetime) -> dict[str, Any]:
-    return {
-        "assistant_id": assistant_id(graph_id),
-        "graph_id": graph_id,
-        "name": graph_id,
-        "description": None,
-        "config": {},
-        "context": {},
-        "metadata": {"created_by": "system"},
-        "version": 1,
-        "created_at": since.isoformat(),
-        "updated_at": since.isoformat(),
-    }
-
-
 def run(
     status: RunStatus, assistant: str, metadata: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """The thread's current run, with the ``metadata`` it was created with."""
+    assistant = _assistant(assistant, metadata)
     shown = _run(status.run_id, status.thread_id, assistant, status.state, status.updated_at)
     if _cancelled(status.state, status.reason):
         shown["status"] = "interrupted"
@@ -48,6 +33,7 @@ def past_run(
     thread_id: str, past: dict[str, Any], assistant: str, metadata: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """A run of the thread's history (``Runtime.history``'s ``runs``)."""
+    assistant = _assistant(assistant, metadata)
     shown = _run(past["run_id"], thread_id, assistant, past["state"], past["created_at"])
     if past.get("stopped_as") in ("interrupt", "supersede"):  # a later run stopped it
         shown["status"] = "interrupted"
@@ -61,6 +47,10 @@ def _cancelled(state: str, reason: str | None) -> bool:
     """A run cancelled (``Runtime.cancel``): ``interrupted``, as the reference shows a run
     its cancel (``action=interrupt``) stopped."""
     return state == "failed" and (reason or "").startswith("cancelled by ")
+def _assistant(graph_assistant: str, metadata: dict[str, Any] | None) -> str:
+    """A run's assistant: the one its metadata names (a user's assistant's runs are made
+    with its id there), or its graph's own."""
+    return str((metadata or {}).get("assistant_id") or graph_assistant)
 
 
 def _run(run_id: str | None, thread_id: str, assistant: str, state: str, at: str) -> dict[str, Any]:

@@ -27,10 +27,13 @@ def idempotency_key(claimed: Claimed) -> str:
 
 def body_of(rt: Runtime, claimed: Claimed, sent_at: datetime) -> dict[str, Any]:
     status = RUN_STATUS[claimed.run_state]
+    run_id = run_id_of(claimed.thread_id, claimed.run_number)
+    # a run on a user's assistant keeps its id in its metadata; any other, its graph's
+    kept = rt.run_metadata(claimed.thread_id).get(run_id) or {}
     body: dict[str, Any] = {
-        "run_id": run_id_of(claimed.thread_id, claimed.run_number),
+        "run_id": run_id,
         "thread_id": claimed.thread_id,
-        "assistant_id": assistant_id(claimed.agent),
+        "assistant_id": kept.get("assistant_id") or assistant_id(claimed.agent),
         "created_at": claimed.run_created_at.isoformat(),
         "updated_at": claimed.due_at.isoformat(),
         "metadata": {},
