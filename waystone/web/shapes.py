@@ -47,6 +47,8 @@ def _cancelled(state: str, reason: str | None) -> bool:
     """A run cancelled (``Runtime.cancel``): ``interrupted``, as the reference shows a run
     its cancel (``action=interrupt``) stopped."""
     return state == "failed" and (reason or "").startswith("cancelled by ")
+
+
 def _assistant(graph_assistant: str, metadata: dict[str, Any] | None) -> str:
     """A run's assistant: the one its metadata names (a user's assistant's runs are made
     with its id there), or its graph's own."""
