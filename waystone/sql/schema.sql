@@ -562,6 +562,8 @@ CREATE TABLE waystone.stream_events (
     data       jsonb NOT NULL,
     created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
     PRIMARY KEY (run_id, event_key)
+);
+
 -- Assistants users make (the LangGraph server API's): a graph with its config, context and
 -- metadata, in numbered versions, one of them in force. A graph's own assistant is not
 -- stored: it is the graph's, everyone's.
