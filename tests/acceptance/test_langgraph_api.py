@@ -169,7 +169,10 @@ def test_a_refused_run_on_a_thread_it_would_make_makes_no_row(
             {"assistant_id": "assist", "input": say("x"), "multitask_strategy": "later"},
             422,
         ),
-        "an option not done": ({"assistant_id": "assist", "checkpoint_id": "c-1"}, 422),
+        "an option not done": (
+            {"assistant_id": "assist", "input": say("x"), "after_seconds": 5},
+            422,
+        ),
         "a breakpoint on no node": (
             {"assistant_id": "assist", "input": say("x"), "interrupt_before": ["no-node"]},
             400,

@@ -39,9 +39,11 @@ class Commands:
         goal: str | None,
         thread_id: str | None,
         key: str | None,
+        forks: bool = False,
     ) -> tuple[str, str, Any]:
         """A new run's thread id, goal and input, checked (before anything is written, the
-        vault's values included) and redacted."""
+        vault's values included) and redacted; a run that ``forks`` from a checkpoint may
+        have none (it goes on from there)."""
         parts = self._parts
         self._catalog.known(check_identifier("agent name", agent))
         if thread_id is not None:
@@ -51,7 +53,8 @@ class Commands:
         parts.refuse_personal_data("thread id", thread_id)
         parts.refuse_personal_data("start key", key)
         entry = self._catalog.entry(agent)  # a source that is no graph is refused here
-        clean = parts.vault.redact(entry.check_input(input))
+        given = input if forks and input is None else entry.check_input(input)
+        clean = parts.vault.redact(given)
         return (
             thread_id or f"{agent}-{uuid.uuid4().hex[:12]}",
             parts.vault.redact(goal) if goal else entry.describe(clean),
@@ -70,7 +73,8 @@ class Commands:
         """A queued run's status; its thread id when the key's run exists and is current
         (its status is read by the caller). ``options`` are kept with a new run, in the
         transaction creating it."""
-        thread_id, goal, clean = self.new(agent, input, goal, thread_id, key)
+        forks = options is not None and options.checkpoint_id is not None
+        thread_id, goal, clean = self.new(agent, input, goal, thread_id, key, forks)
         entry = self._catalog.entry(agent)
         if options is not None:
             options.check(set(entry.graph.nodes))
@@ -122,17 +126,29 @@ class Commands:
         :mod:`waystone._runtime.multitask`): its number when it is queued behind the thread's
         run or began after stopping it; begun as :meth:`start` begins one otherwise."""
         by = self._parts.who(by)
-        thread_id, goal, clean = self.new(agent, input, None, thread_id, None)
+        forks = options is not None and options.checkpoint_id is not None
+        thread_id, goal, clean = self.new(agent, input, None, thread_id, None, forks)
         entry = self._catalog.entry(agent)
         if entry.one_run:  # the preset's: one run per thread, ever
             return self.start(agent, input, None, thread_id, None, options)
         if options is not None:
             options.check(set(entry.graph.nodes))
+            self._check_fork(thread_id, options.checkpoint_id)
         multitask = Multitask(self._parts)
         number = multitask.add(thread_id, agent, goal, clean, strategy, by, options)
         if number is None:
             return self.start(agent, input, None, thread_id, None, options)
         return number
+
+    def _check_fork(self, thread_id: str, at: str | None) -> None:
+        """:class:`BadInput` unless the thread has checkpoint ``at`` (when given)."""
+        if at is None:
+            return
+        if self._parts.db.fetch_one("has_graph_checkpoint", thread_id=thread_id, at=at) is None:
+            raise BadInput(
+                f"thread {thread_id} has no checkpoint {at!r}: its history "
+                f"(GET /threads/{thread_id}/history) lists the ones a run may begin from"
+            )
 
     def create_claimed(
         self,

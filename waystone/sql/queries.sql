@@ -1405,3 +1405,12 @@ VALUES (%(thread_id)s, '', %(new_id)s, NULL, NULL, %(checkpoint)s, %(metadata)s)
 -- name: newest_checkpoint_id
 SELECT max(checkpoint_id) AS newest FROM public.checkpoints
 WHERE thread_id = %(thread_id)s AND checkpoint_ns = '';
+
+-- Run options (issue 25's "options" slice) ---------------------------------------------
+
+-- name: has_graph_checkpoint
+-- Whether the thread has checkpoint %(at)s of its graph (not of a subgraph): where a run
+-- may begin.
+SELECT 1 AS found FROM public.checkpoints
+WHERE thread_id = %(thread_id)s AND checkpoint_ns = '' AND checkpoint_id = %(at)s
+LIMIT 1;

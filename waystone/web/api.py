@@ -30,7 +30,7 @@ from waystone._runtime.rollback import lineage
 from waystone._runtime.threads import SEARCH_LIMIT
 from waystone._webhooks.policy import Policy
 from waystone.errors import UnknownRun, UnknownThread
-from waystone.web import follow, run_options, shapes, stream
+from waystone.web import follow, run_options, shapes, stream, thread_stream
 from waystone.web.bodies import (
     AssistantSearch,
     History,
@@ -46,6 +46,7 @@ from waystone.web.replies import HttpError
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
 
+    from waystone._runtime.threads import Thread
     from waystone.runtime import RunStatus, Runtime
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -54,8 +55,6 @@ Handler = Callable[[Request], Awaitable[Response]]
 HEALTH_WAIT_S = 2.0
 # What a run request may carry that Waystone does not do yet: refused, never ignored.
 UNSUPPORTED = (
-    "checkpoint",
-    "checkpoint_id",
     "after_seconds",
     "feedback_keys",
     "stream_subgraphs",
@@ -118,6 +117,7 @@ class Api:
             ),
             Route("/runs/wait", w(self.wait_stateless), methods=["POST"]),
             Route("/runs/stream", w(self.stream_stateless), methods=["POST"]),
+            Route("/threads/{thread_id}/stream", r(self.thread_stream), methods=["GET"]),
         ]
 
     # -- auth ------------------------------------------------------------------------------
@@ -337,34 +337,47 @@ class Api:
         if_not_exists = body.if_not_exists or "reject"
         command, run_input = body.command, body.input
         options = self._options(body)
+        forks = options is not None and options.checkpoint_id is not None
+        if forks and not self.rt.is_graph(graph_id):
+            raise HttpError(422, f"{graph_id} is an agent of the preset: its runs cannot fork")
         webhook = body.webhook
+        # the thread's metadata names its graph, as the reference's (threads.search finds it)
+        tags = {"graph_id": graph_id, "assistant_id": shapes.assistant_id(graph_id)}
 
         def create() -> RunStatus:
             url = None if webhook is None else self.webhooks.check(webhook)
             hooked = options if url is None else replace(options or RunOptions(), webhook=url)
-            if not self._exists(thread_id):
-                if if_not_exists != "create":
+            found = self._found(thread_id)
+            if found is None:
+                if if_not_exists != "create" or forks:
                     raise HttpError(404, f"thread {thread_id!r} not found")
                 if command is not None:
                     raise HttpError(
                         409, f"thread {thread_id} has no run, so no interrupt to resume"
                     )
                 self.rt.check_run(graph_id, run_input, hooked)  # before any row
-                self.rt.create_thread(thread_id, if_exists="do_nothing", owner=owner)
+                tagged = {**tags, **(body.metadata or {})}
+                self.rt.create_thread(
+                    thread_id, metadata=tagged, if_exists="do_nothing", owner=owner
+                )
             if command is not None:
-                return self._resume(thread_id, command, url)
-            if run_input is None and self._at_breakpoint(thread_id):
-                return self._resume(thread_id, {"resume": None}, url)  # as the reference
-            return self.rt.start_on_thread(
-                graph_id,
-                run_input,
-                thread_id=thread_id,
-                multitask_strategy=strategy,
-                options=hooked,
-            )
+                made = self._resume(thread_id, command, url)
+            elif run_input is None and not forks and self._at_breakpoint(thread_id):
+                made = self._resume(thread_id, {"resume": None}, url)  # as the reference
+            else:
+                made = self.rt.start_on_thread(
+                    graph_id,
+                    run_input,
+                    thread_id=thread_id,
+                    multitask_strategy=strategy,
+                    options=hooked,
+                )
+            if found is not None and any(found.metadata.get(k) != v for k, v in tags.items()):
+                self.rt.update_thread(thread_id, tags)
+            return made
 
         status = await run_in_threadpool(create)
-        return status, shapes.assistant_id(graph_id)
+        return status, tags["assistant_id"]
 
     @staticmethod
     def _options(body: RunCreate) -> RunOptions | None:
@@ -389,11 +402,13 @@ class Api:
         return stopped and breakpoints.only_breakpoints(status.interrupts)
 
     def _exists(self, thread_id: str) -> bool:
+        return self._found(thread_id) is not None
+
+    def _found(self, thread_id: str) -> Thread | None:
         try:
-            self.rt.thread(thread_id)
+            return self.rt.thread(thread_id)
         except UnknownThread:
-            return False
-        return True
+            return None
 
     def _resume(self, thread_id: str, command: dict[str, Any], webhook: str | None) -> RunStatus:
         if set(command) - {"resume"} or "resume" not in command:
@@ -444,7 +459,9 @@ class Api:
         modes = _modes(body.stream_mode)
         subgraphs = body.stream_subgraphs is True  # a stream's own: not refused as a run's
         body = body.model_copy(update={"stream_subgraphs": None})
-        resuming = body.command is not None or body.input is None
+        options = self._options(body)  # refused here before anything is read
+        forks = options is not None and options.checkpoint_id is not None
+        resuming = (body.command is not None or body.input is None) and not forks
         # a resume streams from where the run stopped: what it sent up to there is old
         start = await run_in_threadpool(self._latest, thread_id) if resuming else None
         status, _ = await self._create(thread_id, body, owner)
@@ -486,6 +503,16 @@ class Api:
             media_type="text/event-stream",
             headers={"Location": f"{path}/stream", "Content-Location": path},
         )
+
+    async def thread_stream(self, request: Request) -> Response:
+        """The thread's stream across its runs (:mod:`waystone.web.thread_stream`)."""
+        thread_id = request.path_params["thread_id"]
+        modes = thread_stream.modes_of(request.query_params.get("stream_modes"))
+        last = request.headers.get("last-event-id") or None
+        await run_in_threadpool(self.rt.thread, thread_id)  # 404 before the stream begins
+        latest = await run_in_threadpool(self._latest, thread_id)
+        lines = thread_stream.events(self.rt, self.follower, thread_id, modes, last, latest)
+        return StreamingResponse(lines, media_type="text/event-stream")
 
     async def list_runs(self, request: Request) -> Response:
         thread_id = request.path_params["thread_id"]

@@ -101,9 +101,11 @@ class RunCreate(Body):
     stream_subgraphs: bool | None = None
     multitask_strategy: MultitaskStrategy | None = None
     if_not_exists: Literal["create", "reject"] | None = None
-    # the reference's, not done by Waystone yet: refused when given
-    checkpoint: JsonObject | None = None
+    checkpoint: JsonObject | None = None  # where the run begins (regenerate, edit)
     checkpoint_id: str | None = None
+    durability: Literal["sync", "async", "exit"] | None = None
+    checkpoint_during: bool | None = None
+    # the reference's, not done by Waystone yet: refused when given
     after_seconds: float | None = None
     feedback_keys: list[str] | None = None
 

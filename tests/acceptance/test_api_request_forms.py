@@ -1,0 +1,59 @@
+"""What the LangGraph clients send besides the SDK's usual requests, through a real
+``waystone api`` and ``waystone worker``: a body posted as ``text/plain`` (LangGraph
+Studio's) read as JSON, threads tagged with their graph as the reference tags them (so
+the Agent Chat UI's sidebar finds them), and ``if_not_exists`` on a run."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from langgraph_sdk.client import SyncLangGraphClient
+
+from tests.support.api import TOKEN, ApiSetup
+from tests.support.chat import say, texts
+from tests.support.graphs import ASSIST
+from waystone.web import shapes
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def api_setup() -> ApiSetup:
+    return ApiSetup({"WAYSTONE_GRAPHS": ASSIST})
+
+
+def test_a_text_plain_body_is_read_as_json(api: str, lg: SyncLangGraphClient) -> None:
+    headers = {"x-api-key": TOKEN, "content-type": "text/plain;charset=UTF-8"}
+    with httpx.Client(base_url=api, headers=headers) as plain:
+        made = plain.post("/threads", content='{"metadata": {"from": "studio"}}')
+        assert made.status_code == 200, made.text
+        assert made.json()["metadata"] == {"from": "studio"}
+        found = plain.post("/assistants/search", content='{"graph_id": "assist"}')
+        assert [a["graph_id"] for a in found.json()] == ["assist"]
+        broken = plain.post("/threads/search", content="{not json")
+        assert broken.status_code == 400
+    assert lg.threads.get(made.json()["thread_id"])["metadata"] == {"from": "studio"}
+
+
+def test_threads_carry_their_graph_in_their_metadata(lg: SyncLangGraphClient) -> None:
+    tags = {"graph_id": "assist", "assistant_id": shapes.assistant_id("assist")}
+    # made by its first run, as a stateless run's and if_not_exists="create"'s are
+    made = lg.runs.create("t-made-by-run", "assist", input=say("hi"), if_not_exists="create")
+    lg.runs.join("t-made-by-run", made["run_id"])
+    assert lg.threads.get("t-made-by-run")["metadata"] == tags
+    # made first, then run on: tagged by the run, its own metadata kept
+    tid = lg.threads.create(metadata={"team": "a"})["thread_id"]
+    lg.runs.wait(tid, "assist", input=say("hi"))
+    assert lg.threads.get(tid)["metadata"] == {"team": "a", **tags}
+    # made with a graph id, as threads.create(graph_id=...) sends it
+    named = lg.threads.create(graph_id="assist")["thread_id"]
+    assert lg.threads.get(named)["metadata"] == {"graph_id": "assist"}
+    found = {t["thread_id"] for t in lg.threads.search(metadata={"graph_id": "assist"})}
+    assert found == {"t-made-by-run", tid, named}
+
+    with pytest.raises(httpx.HTTPStatusError) as missing:  # if_not_exists="reject", the default
+        lg.runs.wait("t-nowhere", "assist", input=say("hi"))
+    assert missing.value.response.status_code == 404
+    assert (
+        texts(lg.runs.wait("t-new", "assist", input=say("yo"), if_not_exists="create"))[0] == "yo"
+    )
