@@ -12,6 +12,7 @@ import httpx
 import pytest
 from langgraph_sdk.client import SyncLangGraphClient
 
+from tests.acceptance.conftest import Workers
 from tests.support.api import ApiSetup
 from tests.support.chat import say, texts
 from waystone.examples.provider import ProviderProcess
@@ -19,9 +20,14 @@ from waystone.examples.provider import ProviderProcess
 pytestmark = pytest.mark.slow
 
 
+GRAPHS = {"WAYSTONE_GRAPHS": "paid=tests.support.option_graphs:paid_chat"}
+
+
 @pytest.fixture
-def api_setup() -> ApiSetup:
-    return ApiSetup({"WAYSTONE_GRAPHS": "paid=tests.support.option_graphs:paid_chat"})
+def api_setup(request: pytest.FixtureRequest) -> ApiSetup:
+    # the crash test starts its own workers, one at a time
+    own = request.node.name.startswith("test_a_worker_killed")
+    return ApiSetup(GRAPHS, worker=None if own else ())
 
 
 def notes(provider: ProviderProcess) -> list[str]:
@@ -62,8 +68,10 @@ def test_regenerate_an_answer_and_edit_a_message(
     edited = lg.runs.wait(tid, "paid", input=say("what"), checkpoint={"checkpoint_id": turn_start})
     assert texts(edited) == ["hi", "echo hi", "what", "echo what"]
     assert texts(lg.threads.get_state(tid)["values"]) == texts(edited)
-    history = [texts(s["values"]) for s in lg.threads.get_history(tid, limit=50)]
-    assert not any("how" in t for t in history)  # the old branch is off the lineage
+    history = lg.threads.get_history(tid, limit=50)
+    assert texts(history[0]["values"]) == texts(edited)  # the newest: the branch's
+    # every branch is listed, as the reference lists it: the edited turn's too
+    assert any(texts(s["values"]) == ["hi", "echo hi", "how", "echo how"] for s in history)
     assert notes(provider) == ["asked: hi", "asked: how", "asked: what"]
     assert len(lg.runs.list(tid)) == 4
 
@@ -98,3 +106,27 @@ def test_a_checkpoint_the_thread_has_not_is_refused(lg: SyncLangGraphClient) -> 
         assert refused.value.response.status_code == code, what
     assert len(lg.runs.list(tid)) == 1
     assert lg.runs.wait(tid, "paid", input=say("ok"), durability="sync")["messages"]
+
+
+def test_a_worker_killed_in_a_fork_leaves_its_effect_made_once(
+    lg: SyncLangGraphClient, provider: ProviderProcess, workers: Workers
+) -> None:
+    """The fork's effect is applied, then its worker is SIGKILLed before the receipt is
+    recorded: the worker that takes the run over goes on along the fork's branch (not a
+    second branch from the checkpoint), finds the effect by its key, and sends nothing
+    again."""
+    quick = {**GRAPHS, "WAYSTONE_LEASE_SECONDS": "2"}
+    workers.spawn(env=quick)
+    tid = lg.threads.create()["thread_id"]
+    lg.runs.wait(tid, "paid", input=say("hi"))
+    workers.stop_all()
+    at = checkpoint_before(lg, tid, "pay", "hi")
+    fork = lg.runs.create(tid, "paid", input=None, checkpoint_id=at)
+    killed = workers.spawn(env={**quick, "WAYSTONE_CRASH_AT": "execute:after-apply@notify"})
+    assert killed.wait(timeout=120) == -9, workers.output(killed)
+    assert notes(provider) == ["asked: hi", "asked: hi"]  # the fork's, applied
+    workers.spawn(env=quick)
+    done = lg.runs.join(tid, fork["run_id"])
+    assert texts(done) == ["hi", "echo hi"]
+    assert notes(provider) == ["asked: hi", "asked: hi"]  # not a third time
+    assert lg.runs.get(tid, fork["run_id"])["status"] == "success"

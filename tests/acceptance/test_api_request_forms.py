@@ -57,3 +57,21 @@ def test_threads_carry_their_graph_in_their_metadata(lg: SyncLangGraphClient) ->
     assert (
         texts(lg.runs.wait("t-new", "assist", input=say("yo"), if_not_exists="create"))[0] == "yo"
     )
+
+
+def test_cancel_with_rollback_takes_the_thread_back(lg: SyncLangGraphClient) -> None:
+    tid = lg.threads.create()["thread_id"]
+    lg.runs.wait(tid, "assist", input=say("hi"))
+    asked = lg.runs.create(tid, "assist", input=say("refund?"))
+    lg.runs.join(tid, asked["run_id"])  # it waits on its interrupt
+    assert texts(lg.threads.get_state(tid)["values"]) == ["hi", "echo hi", "refund?"]
+    with pytest.raises(httpx.HTTPStatusError) as wrong:
+        lg.runs.cancel(tid, asked["run_id"], action="undo")  # type: ignore[arg-type]
+    assert wrong.value.response.status_code == 422
+    lg.runs.cancel(tid, asked["run_id"], action="rollback")
+    assert texts(lg.threads.get_state(tid)["values"]) == ["hi", "echo hi"]
+    assert len(lg.runs.list(tid)) == 1  # gone from the API, as the reference deletes it
+    with pytest.raises(httpx.HTTPStatusError) as gone:
+        lg.runs.get(tid, asked["run_id"])
+    assert gone.value.response.status_code == 404
+    assert texts(lg.runs.wait(tid, "assist", input=say("again")))[-1] == "echo again"

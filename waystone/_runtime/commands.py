@@ -15,6 +15,7 @@ from waystone._runs.registry import PastRun, Run
 from waystone._runs.signals import APPROVAL, RESUME
 from waystone._runs.status import past_status, status_of
 from waystone._runtime import options as run_options
+from waystone._runtime import rollback
 from waystone._runtime.multitask import Multitask
 from waystone.errors import BadInput, TransitionNotAllowed
 
@@ -218,23 +219,33 @@ class Commands:
         )
         return target
 
-    def cancel(self, thread_id: str, by: str, reason: str) -> None:
+    def cancel(self, thread_id: str, by: str, reason: str, roll_back: bool = False) -> None:
+        """``roll_back``: the thread's state goes back to before the run, as a
+        ``rollback`` multitask strategy takes it back (its records stay, as evidence)."""
         by = self._parts.who(by)
-        registry = self._parts.registry
+        parts, registry = self._parts, self._parts.registry
         run = registry.get(thread_id)
         if run.state == "done":
             raise TransitionNotAllowed(f"run {thread_id} is done; a done run cannot be cancelled")
-        with self._parts.db.transaction() as conn:
+        point = None
+        if roll_back:
+            if self._catalog.entry(run.agent).one_run:
+                raise BadInput(f"{run.agent} keeps one run a thread: cancel it without rollback")
+            point = rollback.before(parts.saver, thread_id, run.run_id or "")
+        evidence = {"cancelled": True, "by": by, "reason": reason}
+        with parts.db.transaction() as conn:
             registry.transition(
                 thread_id,
                 "failed",
                 reason=f"cancelled by {by}: {reason}",
-                evidence={"cancelled": True, "by": by, "reason": reason},
+                evidence={**evidence, "multitask": "rollback"} if roll_back else evidence,
                 from_states=("queued", "running", "waiting", "needs-human"),
                 actor=by,
                 bump=True,
                 conn=conn,
             )
+            if roll_back:
+                rollback.restore(parts.db, conn, thread_id, point)
 
     def signal(
         self,

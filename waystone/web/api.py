@@ -26,7 +26,7 @@ from waystone._identifiers import check_identifier
 from waystone._runs import breakpoints
 from waystone._runs.signals import RESUME
 from waystone._runtime.options import RunOptions
-from waystone._runtime.rollback import lineage
+from waystone._runtime.rollback import branches
 from waystone._runtime.threads import SEARCH_LIMIT
 from waystone._webhooks.policy import Policy
 from waystone.errors import UnknownRun, UnknownThread
@@ -296,7 +296,9 @@ class Api:
             if found.agent is None or found.agent not in self.rt.names():
                 return []
             graph = self.rt.graph(found.agent)
-            history = lineage(graph.get_state_history(self.rt.config(thread_id)))
+            runs = self.rt.history(thread_id)["runs"]
+            gone = {r["run_id"] for r in runs if r.get("stopped_as") == "rollback"}
+            history = branches(graph.get_state_history(self.rt.config(thread_id)), gone)
             return [shapes.state(thread_id, snap) for snap in history[:limit]]
 
         return JSONResponse(await run_in_threadpool(states))
@@ -547,7 +549,7 @@ class Api:
             raise UnknownRun(thread_id, run_id, listed) from None
         assistant = shapes.assistant_id(status.agent)
         metadata = self.rt.run_metadata(thread_id).get(run_id)
-        if status.run_id == run_id:
+        if status.run_id == run_id and not self._rolled_back(status):
             return status, shapes.run(status, assistant, metadata)
         for queued in self.rt.pending_runs(thread_id):
             if queued.run_id == run_id:
@@ -556,6 +558,14 @@ class Api:
             if past["run_id"] == run_id and past.get("stopped_as") != "rollback":
                 return None, shapes.past_run(thread_id, past, assistant, metadata)
         raise UnknownRun(thread_id, run_id, listed)
+
+    def _rolled_back(self, status: RunStatus) -> bool:
+        """Whether the thread's current run was cancelled with ``action=rollback``: gone
+        from the API, as the reference deletes it."""
+        if status.state != "failed":
+            return False
+        runs = self.rt.history(status.thread_id)["runs"]
+        return any(r["run_id"] == status.run_id and r.get("stopped_as") == "rollback" for r in runs)
 
     async def get_run(self, request: Request) -> Response:
         p = request.path_params
@@ -573,6 +583,9 @@ class Api:
 
     async def cancel_run(self, request: Request) -> Response:
         p = request.path_params
+        action = request.query_params.get("action", "interrupt")
+        if action not in ("interrupt", "rollback"):
+            raise HttpError(422, f"action must be interrupt or rollback, not {action!r}")
 
         def cancel() -> None:
             status, _ = self._run(p["thread_id"], p["run_id"])
@@ -580,7 +593,8 @@ class Api:
                 raise HttpError(409, f"run {p['run_id']} has ended; nothing to cancel")
             if self.rt.status(p["thread_id"]).run_id != p["run_id"]:
                 raise HttpError(422, "cancelling a queued run is not supported yet")
-            self.rt.cancel(p["thread_id"], by="api", reason="cancelled through the API")
+            reason = f"{action} requested through the API"
+            self.rt.cancel(p["thread_id"], by="api", reason=reason, roll_back=action == "rollback")
 
         await run_in_threadpool(cancel)
         return Response(status_code=204)
