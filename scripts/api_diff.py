@@ -290,6 +290,15 @@ def run_options(lg: Any, url: str, api_key: str | None) -> list[tuple[str, Any]]
     edited = lg.runs.wait(t, "assist", input=_say("what"), checkpoint=turn["checkpoint"])
     seen.append(("edit: messages", _messages(edited)))
     seen.append(("edit: history", [len(_texts(h["values"])) for h in lg.threads.get_history(t)]))
+    modes = ["values", "messages-tuple", "updates"]
+    at = history[0]["checkpoint"]
+    for what, given in [
+        ("regenerate", {"input": None, "checkpoint_id": before["checkpoint"]["checkpoint_id"]}),
+        ("edit", {"input": _say("how"), "checkpoint": turn["checkpoint"]}),
+        ("edit at the newest", {"input": _say("now"), "checkpoint": at}),
+    ]:
+        parts = list(lg.runs.stream(t, "assist", stream_mode=modes, **given))
+        seen.append((f"stream a {what}", [_part(p) for p in parts[1:]]))
     seen.append(("thread metadata", sorted(lg.threads.get(t)["metadata"])))
     found = lg.threads.search(metadata={"graph_id": "assist"}, limit=100)
     seen.append(("search by graph_id", t in [f["thread_id"] for f in found]))
