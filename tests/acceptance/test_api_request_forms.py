@@ -75,3 +75,14 @@ def test_cancel_with_rollback_takes_the_thread_back(lg: SyncLangGraphClient) -> 
         lg.runs.get(tid, asked["run_id"])
     assert gone.value.response.status_code == 404
     assert texts(lg.runs.wait(tid, "assist", input=say("again")))[-1] == "echo again"
+
+
+def test_cancel_many_names_the_runs_of_a_thread(lg: SyncLangGraphClient) -> None:
+    tid = lg.threads.create()["thread_id"]
+    asked = lg.runs.create(tid, "assist", input=say("refund?"))
+    assert lg.runs.join(tid, asked["run_id"])["__interrupt__"]  # it waits on its interrupt
+    with pytest.raises(httpx.HTTPStatusError) as by_status:
+        lg.runs.cancel_many(status="running")
+    assert by_status.value.response.status_code == 422
+    lg.runs.cancel_many(thread_id=tid, run_ids=[asked["run_id"]])
+    assert lg.runs.get(tid, asked["run_id"])["status"] == "error"  # as a cancel shows it

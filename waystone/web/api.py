@@ -35,6 +35,7 @@ from waystone.web.bodies import (
     AssistantSearch,
     History,
     RunCreate,
+    RunsCancel,
     ThreadCreate,
     ThreadSearch,
 )
@@ -118,6 +119,7 @@ class Api:
             Route("/runs/wait", w(self.wait_stateless), methods=["POST"]),
             Route("/runs/stream", w(self.stream_stateless), methods=["POST"]),
             Route("/threads/{thread_id}/stream", r(self.thread_stream), methods=["GET"]),
+            Route("/runs/cancel", w(self.cancel_runs), methods=["POST"]),
         ]
 
     # -- auth ------------------------------------------------------------------------------
@@ -583,21 +585,34 @@ class Api:
 
     async def cancel_run(self, request: Request) -> Response:
         p = request.path_params
-        action = request.query_params.get("action", "interrupt")
-        if action not in ("interrupt", "rollback"):
-            raise HttpError(422, f"action must be interrupt or rollback, not {action!r}")
-
-        def cancel() -> None:
-            status, _ = self._run(p["thread_id"], p["run_id"])
-            if status is None or status.state in shapes.SETTLED:
-                raise HttpError(409, f"run {p['run_id']} has ended; nothing to cancel")
-            if self.rt.status(p["thread_id"]).run_id != p["run_id"]:
-                raise HttpError(422, "cancelling a queued run is not supported yet")
-            reason = f"{action} requested through the API"
-            self.rt.cancel(p["thread_id"], by="api", reason=reason, roll_back=action == "rollback")
-
-        await run_in_threadpool(cancel)
+        action = _action(request)
+        await run_in_threadpool(self._cancel, p["thread_id"], p["run_id"], action)
         return Response(status_code=204)
+
+    async def cancel_runs(self, request: Request) -> Response:
+        """``POST /runs/cancel``: the thread's runs ``run_ids``, each as its own cancel."""
+        body = await read(request, RunsCancel)
+        action = _action(request)
+        if body.status is not None:
+            raise HttpError(422, "cancelling runs by status is not supported yet: name them")
+        if body.thread_id is None or not body.run_ids:
+            raise HttpError(422, "give the thread_id and the run_ids of the runs to cancel")
+        check_identifier("thread id", body.thread_id)
+        owner = request.state.owner
+        if owner is not None:
+            await run_in_threadpool(self.rt.check_owner, body.thread_id, owner)
+        for run_id in body.run_ids:
+            await run_in_threadpool(self._cancel, body.thread_id, run_id, action)
+        return Response(status_code=204)
+
+    def _cancel(self, thread_id: str, run_id: str, action: str) -> None:
+        status, _ = self._run(thread_id, run_id)
+        if status is None or status.state in shapes.SETTLED:
+            raise HttpError(409, f"run {run_id} has ended; nothing to cancel")
+        if self.rt.status(thread_id).run_id != run_id:
+            raise HttpError(422, "cancelling a queued run is not supported yet")
+        reason = f"{action} requested through the API"
+        self.rt.cancel(thread_id, by="api", reason=reason, roll_back=action == "rollback")
 
 
 def _check_path(request: Request) -> None:
@@ -606,6 +621,14 @@ def _check_path(request: Request) -> None:
     thread_id = request.path_params.get("thread_id")
     if thread_id is not None:
         check_identifier("thread id", thread_id)
+
+
+def _action(request: Request) -> str:
+    """What a cancel does (``?action=``): ``interrupt`` (the default) or ``rollback``."""
+    action = request.query_params.get("action", "interrupt")
+    if action not in ("interrupt", "rollback"):
+        raise HttpError(422, f"action must be interrupt or rollback, not {action!r}")
+    return action
 
 
 def _modes(given: Any) -> tuple[str, ...]:

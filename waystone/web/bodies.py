@@ -110,6 +110,14 @@ class RunCreate(Body):
     feedback_keys: list[str] | None = None
 
 
+class RunsCancel(Body):
+    """``POST /runs/cancel``: the runs of a thread, or the runs in a status."""
+
+    thread_id: str | None = None
+    run_ids: list[str] | None = None
+    status: Literal["pending", "running", "all"] | None = None
+
+
 class CronFields(Body):
     """What a cron's creation and its update share."""
 
