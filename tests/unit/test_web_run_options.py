@@ -21,6 +21,11 @@ def test_the_checkpoint_a_run_begins_from() -> None:
     assert checkpoint_of(body()) is None
     assert checkpoint_of(body(checkpoint_id="c-1")) == "c-1"
     assert checkpoint_of(body(checkpoint={"checkpoint_id": "c-2", "checkpoint_ns": ""})) == "c-2"
+    # as a state's checkpoint shows it (the Agent Chat UI sends its parent's back)
+    shown = {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "c-3", "checkpoint_map": None}
+    assert checkpoint_of(body(checkpoint=shown)) == "c-3"
+    rooted = {"checkpoint_id": "c-4", "checkpoint_map": {"": "c-4"}}
+    assert checkpoint_of(body(checkpoint=rooted)) == "c-4"
     both = body(checkpoint_id="c-1", checkpoint={"checkpoint_id": "c-2"})
     assert checkpoint_of(both) == "c-2"  # as the reference merges them
     options = from_body(body(checkpoint_id="c-1"))
@@ -31,7 +36,8 @@ def test_the_checkpoint_a_run_begins_from() -> None:
     ("given", "refused"),
     [
         ({"checkpoint_id": "c", "checkpoint_ns": "tools:1"}, Unsupported),
-        ({"checkpoint_id": "c", "checkpoint_map": {"": "c"}}, Unsupported),
+        ({"checkpoint_id": "c", "checkpoint_map": {"": "c", "child:1": "d"}}, Unsupported),
+        ({"checkpoint_id": "c", "checkpoint_map": ["c"]}, BadInput),
         ({"checkpoint_id": 5}, BadInput),
         ({"checkpoint": "c"}, BadInput),
     ],

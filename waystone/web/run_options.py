@@ -48,7 +48,10 @@ def checkpoint_of(body: RunCreate) -> str | None:
     unknown = sorted(set(fork) - set(FORK_KEYS))
     if unknown:
         raise BadInput(f"checkpoint has no {', '.join(unknown)} (it takes {', '.join(FORK_KEYS)})")
-    if fork.get("checkpoint_ns") not in (None, "") or fork.get("checkpoint_map"):
+    mapped = fork.get("checkpoint_map") or {}
+    if not isinstance(mapped, dict):
+        raise BadInput("checkpoint.checkpoint_map must be an object")
+    if fork.get("checkpoint_ns") not in (None, "") or set(mapped) - {""}:
         raise Unsupported(
             "a run begins from a checkpoint of the graph itself, not of a subgraph: leave "
             "checkpoint_ns and checkpoint_map out"
