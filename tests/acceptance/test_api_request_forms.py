@@ -9,6 +9,7 @@ import httpx
 import pytest
 from langgraph_sdk.client import SyncLangGraphClient
 
+from tests.conftest import wait_until
 from tests.support.api import TOKEN, ApiSetup
 from tests.support.chat import say, texts
 from tests.support.graphs import ASSIST
@@ -80,7 +81,8 @@ def test_cancel_with_rollback_takes_the_thread_back(lg: SyncLangGraphClient) -> 
 def test_cancel_many_names_the_runs_of_a_thread(lg: SyncLangGraphClient) -> None:
     tid = lg.threads.create()["thread_id"]
     asked = lg.runs.create(tid, "assist", input=say("refund?"))
-    assert lg.runs.join(tid, asked["run_id"])["__interrupt__"]  # it waits on its interrupt
+    wait_until(lambda: lg.threads.get(tid)["status"] == "interrupted", "the run waits")
+    assert lg.runs.join(tid, asked["run_id"])["__interrupt__"]  # joined once it waits
     with pytest.raises(httpx.HTTPStatusError) as by_status:
         lg.runs.cancel_many(status="running")
     assert by_status.value.response.status_code == 422

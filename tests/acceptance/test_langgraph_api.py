@@ -244,6 +244,10 @@ MALFORMED: dict[tuple[str, str], tuple[Call, str]] = {
         lambda lg, t, c: list(lg.runs.stream(None, "assist", input=say("x"), feedback_keys="k")),  # type: ignore[arg-type]
         "feedback_keys",
     ),
+    ("POST", "/runs/cancel"): (
+        lambda lg, t, c: lg.runs.cancel_many(thread_id=t, run_ids="r"),  # type: ignore[arg-type]
+        "run_ids",
+    ),
     ("POST", "/runs/crons"): (
         lambda lg, t, c: lg.crons.create("assist", schedule=YEARLY, enabled="yes"),  # type: ignore[arg-type]
         "enabled",

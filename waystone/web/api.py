@@ -581,7 +581,10 @@ class Api:
             agent = (await run_in_threadpool(self.rt.thread, p["thread_id"])).agent
             snapshot = await run_in_threadpool(self._snapshot, p["thread_id"], agent)
             return JSONResponse(shapes.output(snapshot))
-        return JSONResponse(await self._settled(status))
+        # it waits out the interrupts answered already (a resume on its way), not the others
+        answered = await run_in_threadpool(self.rt.answered_interrupts, p["thread_id"])
+        pending = [i for i in status.interrupts if i["id"] in answered]
+        return JSONResponse(await self._settled(replace(status, interrupts=pending)))
 
     async def cancel_run(self, request: Request) -> Response:
         p = request.path_params
