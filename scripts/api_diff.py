@@ -26,6 +26,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -173,6 +174,9 @@ KNOWN = {
     "assistants: a graph's own changed": "a graph's own assistant is the graph as served: "
     "make an assistant of it instead",
     "assistants: the graphs' own": "waystone's command line drives its demo agent, refund, too",
+    "durability async": "every step is a committed checkpoint: weaker durabilities are 422",
+    "preflight": "no access-control-allow-private-network: only langgraph dev sends it",
+    "thread stream": "each run's values, updates and messages-tuple: not its own stream_mode",
 }
 
 
@@ -312,6 +316,7 @@ def script(url: str, api_key: str | None, gates: Path) -> list[tuple[str, Any]]:
         seen += regenerate(lg)
         seen += assistants(lg)
         seen += store(lg)
+        seen += run_options(lg, url, api_key)
     seen += plain_bodies(url, api_key)
     return seen
 
@@ -521,6 +526,77 @@ def assistants(lg: Any) -> list[tuple[str, Any]]:
             seen.append((what, "ok"))
         except httpx.HTTPStatusError as exc:
             seen.append((what, exc.response.status_code))
+
+
+def run_options(lg: Any, url: str, api_key: str | None) -> list[tuple[str, Any]]:
+    """A run from a checkpoint (regenerate, edit), durability, the thread's graph in its
+    metadata, a text/plain body, a browser's preflight and a thread's stream."""
+    seen: list[tuple[str, Any]] = []
+    t = lg.threads.create()["thread_id"]
+    lg.runs.wait(t, "assist", input=_say("hi"))
+    lg.runs.wait(t, "assist", input=_say("yo"))
+    history = lg.threads.get_history(t, limit=100)
+    before = next(
+        h for h in history if h["next"] == ["assist"] and len(h["values"]["messages"]) == 3
+    )
+    again = lg.runs.wait(
+        t, "assist", input=None, checkpoint_id=before["checkpoint"]["checkpoint_id"]
+    )
+    seen.append(("regenerate: messages", _messages(again)))
+    turn = next(h for h in history if h["next"] == [] and len(h["values"]["messages"]) == 2)
+    edited = lg.runs.wait(t, "assist", input=_say("what"), checkpoint=turn["checkpoint"])
+    seen.append(("edit: messages", _messages(edited)))
+    seen.append(("edit: history", [len(_texts(h["values"])) for h in lg.threads.get_history(t)]))
+    modes = ["values", "messages-tuple", "updates"]
+    at = history[0]["checkpoint"]
+    for what, given in [
+        ("regenerate", {"input": None, "checkpoint_id": before["checkpoint"]["checkpoint_id"]}),
+        ("edit", {"input": _say("how"), "checkpoint": turn["checkpoint"]}),
+        ("edit at the newest", {"input": _say("now"), "checkpoint": at}),
+    ]:
+        parts = list(lg.runs.stream(t, "assist", stream_mode=modes, **given))
+        seen.append((f"stream a {what}", [_part(p) for p in parts[1:]]))
+    seen.append(("thread metadata", sorted(lg.threads.get(t)["metadata"])))
+    found = lg.threads.search(metadata={"graph_id": "assist"}, limit=100)
+    seen.append(("search by graph_id", t in [f["thread_id"] for f in found]))
+    for durability in ("sync", "async"):
+        try:
+            lg.runs.wait(t, "assist", input=_say("d"), durability=durability)
+            seen.append((f"durability {durability}", 200))
+        except httpx.HTTPStatusError as exc:
+            seen.append((f"durability {durability}", exc.response.status_code))
+    headers = {"x-api-key": api_key or "", "content-type": "text/plain;charset=UTF-8"}
+    with httpx.Client(base_url=url, headers=headers) as plain:
+        made = plain.post("/threads", content='{"metadata": {"k": 1}}')
+        seen.append(("text/plain body", (made.status_code, made.json().get("metadata"))))
+        asked = plain.options(
+            "/threads/search",
+            headers={
+                "Origin": "http://chat.example:3000",
+                "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "content-type,x-api-key",
+            },
+        )
+        cors = {k: v for k, v in asked.headers.items() if k.startswith("access-control-allow")}
+        seen.append(("preflight", (asked.status_code, sorted(cors))))
+        posted = plain.post("/threads/search", content="{}", headers={"Origin": "http://x.example"})
+        exposed = posted.headers.get("access-control-expose-headers", "")
+        seen.append(("cross-origin answer", (posted.status_code, "content-location" in exposed)))
+    joined: list[Any] = []
+
+    def follow() -> None:  # the thread's stream, joined before its next run
+        with get_sync_client(url=url, api_key=api_key) as client:
+            for part in client.threads.join_stream(t):
+                joined.append(part)
+                if part.event == "values" and _texts(part.data)[-1] == "echo s2":
+                    return
+
+    follower = threading.Thread(target=follow, daemon=True)
+    follower.start()
+    time.sleep(2)  # joined by then (a script, not a test)
+    lg.runs.wait(t, "assist", input=_say("s2"))
+    follower.join(timeout=30)
+    seen.append(("thread stream", [_part(p) for p in joined if p.event != "metadata"]))
     return seen
 
 

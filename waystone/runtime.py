@@ -379,10 +379,11 @@ class Runtime:
         """
         return self.status(self._commands.fork(thread_id, at, new_thread_id, by))
 
-    def cancel(self, thread_id: str, *, by: str, reason: str) -> RunStatus:
+    def cancel(self, thread_id: str, *, by: str, reason: str, roll_back: bool = False) -> RunStatus:
         """Move a run to ``failed`` with reason ``cancelled``. The lease token moves on, so
-        a process driving it stops at its next write, and starts no effect after it."""
-        self._commands.cancel(thread_id, by, reason)
+        a process driving it stops at its next write, and starts no effect after it.
+        ``roll_back``: the thread's state goes back to before the run (a user's graph's)."""
+        self._commands.cancel(thread_id, by, reason, roll_back)
         return self.status(thread_id)
 
     def signal(

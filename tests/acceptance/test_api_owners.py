@@ -22,6 +22,7 @@ from tests.conftest import Cli
 from tests.support.api import ApiSetup
 from tests.support.chat import say
 from tests.support.graphs import ASSIST
+from waystone.web import shapes
 
 OPERATOR, ALICE, BOB = "operator-token", "alice-token", "bob-token"
 
@@ -93,7 +94,11 @@ def test_another_owner_finds_nothing_of_a_thread(
     assert status_of(lambda: bob.threads.create(thread_id=mine, if_exists="do_nothing")) == 409
 
     # nothing bob asked changed alice's thread
-    assert alice.threads.get(mine)["metadata"] == {"team": "a"}
+    assert alice.threads.get(mine)["metadata"] == {
+        "team": "a",
+        "graph_id": "assist",
+        "assistant_id": shapes.assistant_id("assist"),
+    }
     assert [r["run_id"] for r in alice.runs.list(mine)] == [run["run_id"]]
     history = cli("history", mine, "--json", env={"WAYSTONE_GRAPHS": ASSIST})
     assert len(json.loads(history.stdout)["runs"]) == 1, history.stderr

@@ -72,7 +72,8 @@ def test_copy_then_delete(lg: SyncLangGraphClient, cli: Cli, sql: psycopg.Connec
     tid = lg.threads.create(metadata={"team": "a"})["thread_id"]
     lg.runs.wait(tid, "assist", input=say("hi"))
     copy = lg.threads.copy(tid)
-    assert copy["thread_id"] != tid and copy["metadata"] == {"team": "a"}
+    assert copy["thread_id"] != tid and copy["metadata"] == lg.threads.get(tid)["metadata"]
+    assert copy["metadata"]["team"] == "a" and copy["metadata"]["graph_id"] == "assist"
     # the copy is a fork: its run is settled by a worker, with no node run again
     wait_until(lambda: lg.threads.get(copy["thread_id"])["status"] == "idle", "the copy settles")
     joined = lg.runs.wait(copy["thread_id"], "assist", input=say("more"))

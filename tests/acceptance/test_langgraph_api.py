@@ -169,7 +169,10 @@ def test_a_refused_run_on_a_thread_it_would_make_makes_no_row(
             {"assistant_id": "assist", "input": say("x"), "multitask_strategy": "later"},
             422,
         ),
-        "an option not done": ({"assistant_id": "assist", "checkpoint_id": "c-1"}, 422),
+        "an option not done": (
+            {"assistant_id": "assist", "input": say("x"), "after_seconds": 5},
+            422,
+        ),
         "a breakpoint on no node": (
             {"assistant_id": "assist", "input": say("x"), "interrupt_before": ["no-node"]},
             400,
@@ -257,6 +260,10 @@ MALFORMED: dict[tuple[str, str], tuple[Call, str]] = {
     ("POST", "/runs/stream"): (
         lambda lg, t, c: list(lg.runs.stream(None, "assist", input=say("x"), feedback_keys="k")),  # type: ignore[arg-type]
         "feedback_keys",
+    ),
+    ("POST", "/runs/cancel"): (
+        lambda lg, t, c: lg.runs.cancel_many(thread_id=t, run_ids="r"),  # type: ignore[arg-type]
+        "run_ids",
     ),
     ("POST", "/runs/crons"): (
         lambda lg, t, c: lg.crons.create("assist", schedule=YEARLY, enabled="yes"),  # type: ignore[arg-type]

@@ -8,7 +8,7 @@ import pytest
 from langgraph.types import StateSnapshot
 
 from waystone._runtime.multitask import plan, stopped_as
-from waystone._runtime.rollback import checkpoint_after, lineage
+from waystone._runtime.rollback import branches, checkpoint_after
 from waystone.errors import BadInput
 
 
@@ -46,15 +46,18 @@ def test_how_a_run_was_stopped_is_read_from_its_evidence() -> None:
     assert stopped_as({"cancelled": True}) is None
 
 
-def snap(checkpoint_id: str, parent: str | None, restored: bool = False) -> StateSnapshot:
+def snap(
+    checkpoint_id: str, parent: str | None, restored: bool = False, run: str = "r-1"
+) -> StateSnapshot:
     def config(at: str) -> Any:
         return {"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": at}}
 
+    metadata = {"waystone_restored": parent} if restored else {"waystone_run": run}
     return StateSnapshot(
         values={},
         next=(),
         config=config(checkpoint_id),
-        metadata={"waystone_restored": parent} if restored else None,  # type: ignore[typeddict-item]
+        metadata=metadata,  # type: ignore[arg-type]
         created_at=None,
         parent_config=config(parent) if parent else None,
         tasks=(),
@@ -62,18 +65,20 @@ def snap(checkpoint_id: str, parent: str | None, restored: bool = False) -> Stat
     )
 
 
-def test_the_lineage_leaves_out_what_a_rollback_left_behind() -> None:
-    # 1 <- 2 <- 3 (the rolled-back run's) and 2 <- 4 (2 restored) <- 5 (the next run's)
+def test_the_history_leaves_out_what_a_rollback_left_behind_and_keeps_branches() -> None:
+    # 1 <- 2 <- 3 (the rolled-back run's) and 2 <- 4 (2 restored) <- 5 (the next run's);
+    # 1 <- 6: a run from checkpoint 1 (a branch, kept as the reference keeps it)
     history = [
-        snap("5", "4"),
+        snap("6", "1", run="r-4"),
+        snap("5", "4", run="r-3"),
         snap("4", "2", restored=True),
-        snap("3", "2"),
+        snap("3", "2", run="r-2"),
         snap("2", "1"),
         snap("1", None),
     ]
-    kept = [s.config["configurable"]["checkpoint_id"] for s in lineage(history)]
-    assert kept == ["5", "2", "1"]
-    assert lineage([]) == []
+    kept = [s.config["configurable"]["checkpoint_id"] for s in branches(history, {"r-2"})]
+    assert kept == ["6", "5", "2", "1"]
+    assert branches([], {"r-2"}) == []
 
 
 def test_a_new_checkpoint_id_sorts_after_the_newest() -> None:

@@ -15,6 +15,7 @@ from waystone._runs.registry import PastRun, Run
 from waystone._runs.signals import APPROVAL, RESUME
 from waystone._runs.status import past_status, status_of
 from waystone._runtime import options as run_options
+from waystone._runtime import rollback
 from waystone._runtime.multitask import Multitask
 from waystone.errors import BadInput, TransitionNotAllowed
 
@@ -39,9 +40,11 @@ class Commands:
         goal: str | None,
         thread_id: str | None,
         key: str | None,
+        forks: bool = False,
     ) -> tuple[str, str, Any]:
         """A new run's thread id, goal and input, checked (before anything is written, the
-        vault's values included) and redacted."""
+        vault's values included) and redacted; a run that ``forks`` from a checkpoint may
+        have none (it goes on from there)."""
         parts = self._parts
         self._catalog.known(check_identifier("agent name", agent))
         if thread_id is not None:
@@ -51,7 +54,8 @@ class Commands:
         parts.refuse_personal_data("thread id", thread_id)
         parts.refuse_personal_data("start key", key)
         entry = self._catalog.entry(agent)  # a source that is no graph is refused here
-        clean = parts.vault.redact(entry.check_input(input))
+        given = input if forks and input is None else entry.check_input(input)
+        clean = parts.vault.redact(given)
         return (
             thread_id or f"{agent}-{uuid.uuid4().hex[:12]}",
             parts.vault.redact(goal) if goal else entry.describe(clean),
@@ -70,7 +74,8 @@ class Commands:
         """A queued run's status; its thread id when the key's run exists and is current
         (its status is read by the caller). ``options`` are kept with a new run, in the
         transaction creating it."""
-        thread_id, goal, clean = self.new(agent, input, goal, thread_id, key)
+        forks = options is not None and options.checkpoint_id is not None
+        thread_id, goal, clean = self.new(agent, input, goal, thread_id, key, forks)
         entry = self._catalog.entry(agent)
         if options is not None:
             options.check(set(entry.graph.nodes))
@@ -122,17 +127,29 @@ class Commands:
         :mod:`waystone._runtime.multitask`): its number when it is queued behind the thread's
         run or began after stopping it; begun as :meth:`start` begins one otherwise."""
         by = self._parts.who(by)
-        thread_id, goal, clean = self.new(agent, input, None, thread_id, None)
+        forks = options is not None and options.checkpoint_id is not None
+        thread_id, goal, clean = self.new(agent, input, None, thread_id, None, forks)
         entry = self._catalog.entry(agent)
         if entry.one_run:  # the preset's: one run per thread, ever
             return self.start(agent, input, None, thread_id, None, options)
         if options is not None:
             options.check(set(entry.graph.nodes))
+            self._check_fork(thread_id, options.checkpoint_id)
         multitask = Multitask(self._parts)
         number = multitask.add(thread_id, agent, goal, clean, strategy, by, options)
         if number is None:
             return self.start(agent, input, None, thread_id, None, options)
         return number
+
+    def _check_fork(self, thread_id: str, at: str | None) -> None:
+        """:class:`BadInput` unless the thread has checkpoint ``at`` (when given)."""
+        if at is None:
+            return
+        if self._parts.db.fetch_one("has_graph_checkpoint", thread_id=thread_id, at=at) is None:
+            raise BadInput(
+                f"thread {thread_id} has no checkpoint {at!r}: its history "
+                f"(GET /threads/{thread_id}/history) lists the ones a run may begin from"
+            )
 
     def create_claimed(
         self,
@@ -202,23 +219,33 @@ class Commands:
         )
         return target
 
-    def cancel(self, thread_id: str, by: str, reason: str) -> None:
+    def cancel(self, thread_id: str, by: str, reason: str, roll_back: bool = False) -> None:
+        """``roll_back``: the thread's state goes back to before the run, as a
+        ``rollback`` multitask strategy takes it back (its records stay, as evidence)."""
         by = self._parts.who(by)
-        registry = self._parts.registry
+        parts, registry = self._parts, self._parts.registry
         run = registry.get(thread_id)
         if run.state == "done":
             raise TransitionNotAllowed(f"run {thread_id} is done; a done run cannot be cancelled")
-        with self._parts.db.transaction() as conn:
+        point = None
+        if roll_back:
+            if self._catalog.entry(run.agent).one_run:
+                raise BadInput(f"{run.agent} keeps one run a thread: cancel it without rollback")
+            point = rollback.before(parts.saver, thread_id, run.run_id or "")
+        evidence = {"cancelled": True, "by": by, "reason": reason}
+        with parts.db.transaction() as conn:
             registry.transition(
                 thread_id,
                 "failed",
                 reason=f"cancelled by {by}: {reason}",
-                evidence={"cancelled": True, "by": by, "reason": reason},
+                evidence={**evidence, "multitask": "rollback"} if roll_back else evidence,
                 from_states=("queued", "running", "waiting", "needs-human"),
                 actor=by,
                 bump=True,
                 conn=conn,
             )
+            if roll_back:
+                rollback.restore(parts.db, conn, thread_id, point)
 
     def signal(
         self,

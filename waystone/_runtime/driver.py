@@ -239,6 +239,8 @@ def _steps(
     first = entry.first_input(run) if entry.first_input is not None else run.input
     payload: Any = None
     snapshot: StateSnapshot | Reached | None = None
+    fork_at = options.checkpoint_id if options is not None else None
+    begin = config  # the first invocation's: from a checkpoint, for a run that forks
     if run.started is False:  # the claim saw no checkpoint: nothing to read back
         payload = first
     else:
@@ -247,7 +249,10 @@ def _steps(
             payload = first
         elif number > 1 and (snapshot.metadata or {}).get(RUN_KEY) != run.run_id:
             payload = first  # the thread's state is its last run's: this run has not begun
-            if on_new_run is not None:
+            if fork_at is not None:  # LangGraph branches off there (docs/effects.md)
+                begin = {**config, "configurable": {**config["configurable"]}}
+                begin["configurable"]["checkpoint_id"] = fork_at
+            elif on_new_run is not None:
                 on_new_run(graph, snapshot)
     # a graph that records no outcome is settled once it stops (see ``settle``)
     ending = _Ending(registry, run, entry.ending) if entry.ending is not None else None
@@ -259,13 +264,15 @@ def _steps(
     ) as finished:
         while True:
             waiting_on = waiting_interrupt(snapshot) if snapshot is not None else None
-            if payload is None and waiting_on is not None and snapshot is not None:
+            forking = begin is not config  # what the old branch waits on is not the fork's
+            if payload is None and waiting_on is not None and snapshot is not None and not forking:
                 payload = _answer(snapshot, run, signals)
                 if payload is None:
                     break  # still waiting: nothing arrived and the wait has not timed out
             try:
                 with _known_empty(graph, run.thread_id, snapshot is None and not logged):
-                    out = yield payload, config
+                    out = yield payload, begin
+                begin = config
             except BaseException as exc:
                 with suppress(Exception):  # best effort: the graph's own error is the one
                     flush(graph, run.thread_id)

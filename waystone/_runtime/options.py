@@ -1,7 +1,8 @@
 """What a run is created with besides its input (the LangGraph server API's run options):
 its metadata, the graph's ``configurable`` and ``recursion_limit``, LangGraph's runtime
-``context``, breakpoints (``interrupt_before`` / ``interrupt_after``), and the webhook to
-call when it stops (armed in the same transaction: see :mod:`waystone._webhooks.store`).
+``context``, breakpoints (``interrupt_before`` / ``interrupt_after``), the checkpoint of
+its thread it begins from (a fork: regenerate, edit), and the webhook to call when it
+stops (armed in the same transaction: see :mod:`waystone._webhooks.store`).
 
 They are kept with the run in Postgres (``waystone.run_options``, redacted and sealed as
 its input), written in the transaction that creates it, and read once by each drive of
@@ -52,6 +53,7 @@ class RunOptions:
     interrupt_after: list[str] | str | None = None
     webhook: str | None = None  # a URL its webhook policy allowed
     stream_log: bool = False  # its live events are logged from its start (waystone._streams)
+    checkpoint_id: str | None = None  # the thread's checkpoint the run begins from
 
     @property
     def breakpoints(self) -> bool:

@@ -1,6 +1,7 @@
 """A rollback's part in a thread's checkpoints: what state it goes back to, how it goes
 back (a new newest checkpoint holding it, so nothing is deleted: history is evidence),
-and the thread's history as its readers see it afterwards (the newest one's lineage)."""
+and the thread's history as its readers see it afterwards (every branch but the
+rolled-back runs')."""
 
 from __future__ import annotations
 
@@ -35,23 +36,16 @@ def checkpoint_after(newest: str | None) -> str:
     return str(uuid.UUID(int=uuid.UUID(newest).int + 1))
 
 
-def lineage(history: Iterable[StateSnapshot]) -> list[StateSnapshot]:
-    """The thread's history (newest first) as the newest checkpoint's ancestors: without
-    the checkpoints a rollback left behind (kept, as evidence, on a branch of their own),
-    nor the one it wrote to restore an earlier state (the reference writes none)."""
-    kept: list[StateSnapshot] = []
-    expected: str | None = None
-    for snap in history:
-        checkpoint_id = snap.config["configurable"]["checkpoint_id"]
-        if expected is not None and checkpoint_id != expected:
-            continue
-        if RESTORED not in (snap.metadata or {}):
-            kept.append(snap)
-        parent = snap.parent_config
-        expected = parent["configurable"]["checkpoint_id"] if parent else None
-        if expected is None:
-            break
-    return kept
+def branches(history: Iterable[StateSnapshot], rolled_back: set[str]) -> list[StateSnapshot]:
+    """The thread's history (newest first) as the reference lists it, every branch a run
+    from a checkpoint left included: without the checkpoints of the runs rolled back
+    (``rolled_back``: their ids; the reference deletes them), nor those a rollback wrote."""
+    return [
+        snap
+        for snap in history
+        if RESTORED not in (snap.metadata or {})
+        and (snap.metadata or {}).get(RUN_KEY) not in rolled_back
+    ]
 
 
 def before(saver: WaystoneSaver, thread_id: str, run_id: str) -> str | None:

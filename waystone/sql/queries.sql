@@ -1590,3 +1590,11 @@ FROM waystone.assistant_versions v
 JOIN waystone.assistants a ON a.assistant_id = v.assistant_id
 WHERE v.assistant_id = %(assistant_id)s
 ORDER BY v.version DESC;
+-- Run options (issue 25's "options" slice) ---------------------------------------------
+
+-- name: has_graph_checkpoint
+-- Whether the thread has checkpoint %(at)s of its graph (not of a subgraph): where a run
+-- may begin.
+SELECT 1 AS found FROM public.checkpoints
+WHERE thread_id = %(thread_id)s AND checkpoint_ns = '' AND checkpoint_id = %(at)s
+LIMIT 1;

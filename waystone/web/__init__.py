@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -37,13 +38,15 @@ def create_app(
     (None: any, when what serves it checks them). ``public_reads``: anyone reads the
     pages and ``/api/`` though a token is set. ``max_body``: the largest request body in
     bytes (by default ``WAYSTONE_MAX_BODY_BYTES``, or 1 MiB); a larger one gets 413.
+    Cross-origin calls to the LangGraph API are answered as ``langgraph.json``'s
+    ``http.cors`` says (:mod:`waystone.web.cors`).
     """
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
     from starlette.routing import Route
 
     from waystone.errors import BadInput
-    from waystone.web import assistants, auth, crons, operator, owners, pages, thread_edits
+    from waystone.web import assistants, auth, cors, crons, operator, owners, pages, thread_edits
     from waystone.web import store as store_api
     from waystone.web.api import Api
     from waystone.web.calls import Site
@@ -62,6 +65,7 @@ def create_app(
     except ValueError as exc:
         raise BadInput(f"--allowed-hosts: {exc}") from exc
     limit = settings.max_body_bytes if max_body is None else max_body
+    crossing = cors.from_file(settings.langgraph_json or Path("langgraph.json"))
     site = Site(runtime, Gate(token or None, public_reads, SessionStore(runtime.connection)))
 
     api = Api(runtime, owners.from_settings(settings, token or None), auth.configured(settings))
@@ -85,7 +89,10 @@ def create_app(
             *operator.routes(site),
             *pages.routes(site),
         ],
-        middleware=[Middleware(Guard, hosts=hosts, max_body=limit)],
+        middleware=[
+            Middleware(Guard, hosts=hosts, max_body=limit),
+            Middleware(cors.Cors, settings=crossing),
+        ],
         exception_handlers=HANDLERS,
         lifespan=lifespan,
     )

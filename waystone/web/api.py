@@ -28,16 +28,17 @@ from waystone._runs import breakpoints
 from waystone._runs.signals import RESUME
 from waystone._runtime import assistant_rules
 from waystone._runtime.options import RunOptions
-from waystone._runtime.rollback import lineage
+from waystone._runtime.rollback import branches
 from waystone._runtime.threads import SEARCH_LIMIT
 from waystone._webhooks.policy import Policy
 from waystone.errors import UnknownRun, UnknownThread
-from waystone.web import assistants, follow, run_options, shapes, stream
+from waystone.web import assistants, follow, run_options, shapes, stream, thread_stream
 from waystone.web.auth import CustomAuth, authorize, passes
 from waystone.web.auth_filters import assistant_action, thread_action
 from waystone.web.bodies import (
     History,
     RunCreate,
+    RunsCancel,
     ThreadCreate,
     ThreadSearch,
 )
@@ -50,6 +51,7 @@ from waystone.web.replies import HttpError, route_path
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
 
+    from waystone._runtime.threads import Thread
     from waystone.runtime import RunStatus, Runtime
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -58,8 +60,6 @@ Handler = Callable[[Request], Awaitable[Response]]
 HEALTH_WAIT_S = 2.0
 # What a run request may carry that Waystone does not do yet: refused, never ignored.
 UNSUPPORTED = (
-    "checkpoint",
-    "checkpoint_id",
     "after_seconds",
     "feedback_keys",
     "stream_subgraphs",
@@ -117,6 +117,8 @@ class Api:
             ),
             Route("/runs/wait", w(self.wait_stateless), methods=["POST"]),
             Route("/runs/stream", w(self.stream_stateless), methods=["POST"]),
+            Route("/threads/{thread_id}/stream", r(self.thread_stream), methods=["GET"]),
+            Route("/runs/cancel", w(self.cancel_runs), methods=["POST"]),
         ]
 
     # -- auth ------------------------------------------------------------------------------
@@ -316,7 +318,9 @@ class Api:
             if found.agent is None or found.agent not in self.rt.names():
                 return []
             graph = self.rt.graph(found.agent)
-            history = lineage(graph.get_state_history(self.rt.config(thread_id)))
+            runs = self.rt.history(thread_id)["runs"]
+            gone = {r["run_id"] for r in runs if r.get("stopped_as") == "rollback"}
+            history = branches(graph.get_state_history(self.rt.config(thread_id)), gone)
             return [shapes.state(thread_id, snap) for snap in history[:limit]]
 
         return JSONResponse(await run_in_threadpool(states))
@@ -393,6 +397,9 @@ class Api:
         if_not_exists = body.if_not_exists or "reject"
         command, run_input = body.command, body.input
         options = self._options(body)
+        forks = options is not None and options.checkpoint_id is not None
+        if forks and not self.rt.is_graph(graph_id):
+            raise HttpError(422, f"{graph_id} is an agent of the preset: its runs cannot fork")
         if command is None:
             options = assistant_rules.run_options(assistant, options)
         if user:
@@ -402,35 +409,42 @@ class Api:
         # a run made to be joined (useStream's create-then-join) logs what its stream asks
         asked = [body.stream_mode] if isinstance(body.stream_mode, str) else body.stream_mode
         logged = live or body.stream_resumable is True or bool(set(asked or ()) & set(LIVE_MODES))
+        # the thread's metadata names its graph, as the reference's (threads.search finds it)
+        tags = {"graph_id": graph_id, "assistant_id": assistant.assistant_id}
 
         def create() -> RunStatus:
             url = None if webhook is None else self.webhooks.check(webhook)
             hooked = options if url is None else replace(options or RunOptions(), webhook=url)
             if logged:  # kept as it is created: its worker logs its first events too
                 hooked = replace(hooked or RunOptions(), stream_log=True)
-            if not self._exists(thread_id):
-                if if_not_exists != "create":
+            found = self._found(thread_id)
+            if found is None:
+                if if_not_exists != "create" or forks:
                     raise HttpError(404, f"thread {thread_id!r} not found")
                 if command is not None:
                     raise HttpError(
                         409, f"thread {thread_id} has no run, so no interrupt to resume"
                     )
                 self.rt.check_run(graph_id, run_input, hooked)  # before any row
-                metadata = body.metadata  # the reference's: a run's thread has its metadata
+                tagged = {**tags, **(body.metadata or {})}
                 self.rt.create_thread(
-                    thread_id, metadata=metadata, if_exists="do_nothing", owner=owner
+                    thread_id, metadata=tagged, if_exists="do_nothing", owner=owner
                 )
             if command is not None:
-                return self._resume(thread_id, command, url, logged)
-            if run_input is None and self._at_breakpoint(thread_id):
-                return self._resume(thread_id, {"resume": None}, url, logged)  # as the reference
-            return self.rt.start_on_thread(
-                graph_id,
-                run_input,
-                thread_id=thread_id,
-                multitask_strategy=strategy,
-                options=hooked,
-            )
+                made = self._resume(thread_id, command, url, logged)
+            elif run_input is None and not forks and self._at_breakpoint(thread_id):
+                made = self._resume(thread_id, {"resume": None}, url, logged)  # as the reference
+            else:
+                made = self.rt.start_on_thread(
+                    graph_id,
+                    run_input,
+                    thread_id=thread_id,
+                    multitask_strategy=strategy,
+                    options=hooked,
+                )
+            if found is not None and any(found.metadata.get(k) != v for k, v in tags.items()):
+                self.rt.update_thread(thread_id, tags)
+            return made
 
         status = await run_in_threadpool(create)
         return status, assistant.assistant_id
@@ -458,11 +472,13 @@ class Api:
         return stopped and breakpoints.only_breakpoints(status.interrupts)
 
     def _exists(self, thread_id: str) -> bool:
+        return self._found(thread_id) is not None
+
+    def _found(self, thread_id: str) -> Thread | None:
         try:
-            self.rt.thread(thread_id)
+            return self.rt.thread(thread_id)
         except UnknownThread:
-            return False
-        return True
+            return None
 
     def _resume(
         self, thread_id: str, command: dict[str, Any], webhook: str | None, logged: bool = False
@@ -523,7 +539,9 @@ class Api:
         modes = _modes(body.stream_mode)
         subgraphs = body.stream_subgraphs is True  # a stream's own: not refused as a run's
         body = body.model_copy(update={"stream_subgraphs": None})
-        resuming = body.command is not None or body.input is None
+        options = self._options(body)  # refused here before anything is read
+        forks = options is not None and options.checkpoint_id is not None
+        resuming = (body.command is not None or body.input is None) and not forks
         # a resume streams from where the run stopped: what it sent up to there is old
         start = await run_in_threadpool(self._latest, thread_id) if resuming else None
         live = bool(set(modes) & set(LIVE_MODES))
@@ -579,6 +597,16 @@ class Api:
             headers={"Location": f"{path}/stream", "Content-Location": path},
         )
 
+    async def thread_stream(self, request: Request) -> Response:
+        """The thread's stream across its runs (:mod:`waystone.web.thread_stream`)."""
+        thread_id = request.path_params["thread_id"]
+        modes = thread_stream.modes_of(request.query_params.get("stream_modes"))
+        last = request.headers.get("last-event-id") or None
+        await run_in_threadpool(self.rt.thread, thread_id)  # 404 before the stream begins
+        latest = await run_in_threadpool(self._latest, thread_id)
+        lines = thread_stream.events(self.rt, self.follower, thread_id, modes, last, latest)
+        return StreamingResponse(lines, media_type="text/event-stream")
+
     async def list_runs(self, request: Request) -> Response:
         thread_id = request.path_params["thread_id"]
         page = validated(Paged, dict(request.query_params), "the query", strict=False)
@@ -612,7 +640,7 @@ class Api:
             raise UnknownRun(thread_id, run_id, listed) from None
         assistant = shapes.assistant_id(status.agent)
         metadata = self.rt.run_metadata(thread_id).get(run_id)
-        if status.run_id == run_id:
+        if status.run_id == run_id and not self._rolled_back(status):
             return status, shapes.run(status, assistant, metadata)
         for queued in self.rt.pending_runs(thread_id):
             if queued.run_id == run_id:
@@ -621,6 +649,14 @@ class Api:
             if past["run_id"] == run_id and past.get("stopped_as") != "rollback":
                 return None, shapes.past_run(thread_id, past, assistant, metadata)
         raise UnknownRun(thread_id, run_id, listed)
+
+    def _rolled_back(self, status: RunStatus) -> bool:
+        """Whether the thread's current run was cancelled with ``action=rollback``: gone
+        from the API, as the reference deletes it."""
+        if status.state != "failed":
+            return False
+        runs = self.rt.history(status.thread_id)["runs"]
+        return any(r["run_id"] == status.run_id and r.get("stopped_as") == "rollback" for r in runs)
 
     async def get_run(self, request: Request) -> Response:
         p = request.path_params
@@ -634,21 +670,41 @@ class Api:
             agent = (await run_in_threadpool(self.rt.thread, p["thread_id"])).agent
             snapshot = await run_in_threadpool(self._snapshot, p["thread_id"], agent)
             return JSONResponse(shapes.output(snapshot))
-        return JSONResponse(await self._settled(status))
+        # it waits out the interrupts answered already (a resume on its way), not the others
+        answered = await run_in_threadpool(self.rt.answered_interrupts, p["thread_id"])
+        pending = [i for i in status.interrupts if i["id"] in answered]
+        return JSONResponse(await self._settled(replace(status, interrupts=pending)))
 
     async def cancel_run(self, request: Request) -> Response:
         p = request.path_params
-
-        def cancel() -> None:
-            status, _ = self._run(p["thread_id"], p["run_id"])
-            if status is None or status.state in shapes.SETTLED:
-                raise HttpError(409, f"run {p['run_id']} has ended; nothing to cancel")
-            if self.rt.status(p["thread_id"]).run_id != p["run_id"]:
-                raise HttpError(422, "cancelling a queued run is not supported yet")
-            self.rt.cancel(p["thread_id"], by="api", reason="cancelled through the API")
-
-        await run_in_threadpool(cancel)
+        action = _action(request)
+        await run_in_threadpool(self._cancel, p["thread_id"], p["run_id"], action)
         return Response(status_code=204)
+
+    async def cancel_runs(self, request: Request) -> Response:
+        """``POST /runs/cancel``: the thread's runs ``run_ids``, each as its own cancel."""
+        body = await read(request, RunsCancel)
+        action = _action(request)
+        if body.status is not None:
+            raise HttpError(422, "cancelling runs by status is not supported yet: name them")
+        if body.thread_id is None or not body.run_ids:
+            raise HttpError(422, "give the thread_id and the run_ids of the runs to cancel")
+        check_identifier("thread id", body.thread_id)
+        owner = request.state.owner
+        if owner is not None:
+            await run_in_threadpool(self.rt.check_owner, body.thread_id, owner)
+        for run_id in body.run_ids:
+            await run_in_threadpool(self._cancel, body.thread_id, run_id, action)
+        return Response(status_code=204)
+
+    def _cancel(self, thread_id: str, run_id: str, action: str) -> None:
+        status, _ = self._run(thread_id, run_id)
+        if status is None or status.state in shapes.SETTLED:
+            raise HttpError(409, f"run {run_id} has ended; nothing to cancel")
+        if self.rt.status(thread_id).run_id != run_id:
+            raise HttpError(422, "cancelling a queued run is not supported yet")
+        reason = f"{action} requested through the API"
+        self.rt.cancel(thread_id, by="api", reason=reason, roll_back=action == "rollback")
 
     # -- for what is built on the API (MCP) --------------------------------------------------
 
@@ -677,6 +733,14 @@ def _check_path(request: Request) -> None:
     thread_id = request.path_params.get("thread_id")
     if thread_id is not None:
         check_identifier("thread id", thread_id)
+
+
+def _action(request: Request) -> str:
+    """What a cancel does (``?action=``): ``interrupt`` (the default) or ``rollback``."""
+    action = request.query_params.get("action", "interrupt")
+    if action not in ("interrupt", "rollback"):
+        raise HttpError(422, f"action must be interrupt or rollback, not {action!r}")
+    return action
 
 
 def _modes(given: Any) -> tuple[str, ...]:

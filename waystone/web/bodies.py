@@ -150,11 +150,21 @@ class RunCreate(Body):
     if_not_exists: Literal["create", "reject"] | None = None
     stream_resumable: bool | None = None  # its live events are logged for a later join
     on_disconnect: Literal["cancel", "continue"] | None = None  # its stream's client leaves
-    # the reference's, not done by Waystone yet: refused when given
-    checkpoint: JsonObject | None = None
+    checkpoint: JsonObject | None = None  # where the run begins (regenerate, edit)
     checkpoint_id: str | None = None
+    durability: Literal["sync", "async", "exit"] | None = None
+    checkpoint_during: bool | None = None
+    # the reference's, not done by Waystone yet: refused when given
     after_seconds: float | None = None
     feedback_keys: list[str] | None = None
+
+
+class RunsCancel(Body):
+    """``POST /runs/cancel``: the runs of a thread, or the runs in a status."""
+
+    thread_id: str | None = None
+    run_ids: list[str] | None = None
+    status: Literal["pending", "running", "all"] | None = None
 
 
 class CronFields(Body):
