@@ -21,20 +21,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 
 # The calls Waystone does not answer yet, and why; each must fail until it does, and
 # then leave this list.
-LIVE = "tokens as the model makes them come with the live stream log (slice live)"
 USE_STREAM_NOT_YET = {
     "runs.stream with every stream mode, subgraphs, resumable, continue on disconnect": (
         "events is refused: LangChain's callback events are not logged yet"
     ),
-    "a regenerate (checkpoint on a run) answers again from that checkpoint": (
-        "checkpoint on a run is refused until slice options"
-    ),
 }
-PROTOCOL_NOT_YET = {
-    "a regenerate (run.start forking from a checkpoint) answers again from there": (
-        "checkpoint on a run is refused until slice options"
-    ),
-}
+PROTOCOL_NOT_YET: dict[str, str] = {}
 
 
 @pytest.fixture
