@@ -34,7 +34,7 @@ from langgraph_sdk import get_sync_client
 from psycopg import sql as pgsql
 
 from tests.conftest import ROOT, _with_dbname, wait_until
-from tests.support.api import TOKEN, api_server, piped
+from tests.support.api import TOKEN, api_server
 from tests.support.browser import chromium
 from tests.support.chat_app import chat_app, free_port
 from tests.support.token_chat import WORDS, gate_name
@@ -107,15 +107,32 @@ def _waystone(env: dict[str, str], logs: Path) -> Iterator[str]:
 
 @contextmanager
 def _langgraph_dev(cli: str, env: dict[str, str], config: Path) -> Iterator[str]:
-    """``langgraph dev`` (the reference server) with ``env``: its URL."""
+    """``langgraph dev`` (the reference server) with ``env``, in the config's folder (where
+    it keeps its state): its URL."""
     port = free_port()
-    args = [cli, "dev", "--port", str(port), "--no-browser", "--no-reload"]
-    proc = piped([*args, "--config", str(config)], env)
+    log = config.parent / "langgraph-dev.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [
+                cli,
+                "dev",
+                "--port",
+                str(port),
+                "--no-browser",
+                "--no-reload",
+                "--config",
+                str(config),
+            ],
+            env=env,
+            cwd=config.parent,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     url = f"http://127.0.0.1:{port}"
 
     def up() -> bool:
         if proc.poll() is not None:
-            raise AssertionError(proc.stderr.read() if proc.stderr else "langgraph dev ended")
+            raise AssertionError("langgraph dev ended:\n" + log.read_text())
         try:
             with get_sync_client(url=url) as client:
                 client.http.get("/info")
@@ -128,7 +145,7 @@ def _langgraph_dev(cli: str, env: dict[str, str], config: Path) -> Iterator[str]
         yield url
     finally:
         proc.terminate()
-        proc.communicate(timeout=30)
+        proc.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")

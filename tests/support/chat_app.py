@@ -58,17 +58,30 @@ def installed() -> Path:
         shutil.copytree(SOURCE, work)
         for path in [work, *work.rglob("*")]:
             path.chmod(path.stat().st_mode | 0o200)  # the source copy is read-only
-        subprocess.run(
+        done_install = subprocess.run(
             ["npx", "-y", PNPM, "install", "--frozen-lockfile"],
             cwd=work,
-            check=True,
             capture_output=True,
+            text=True,
             timeout=INSTALL_LIMIT_S,
             env={**os.environ, "CI": "true"},
         )
+        if done_install.returncode:
+            raise AssertionError(
+                f"the app's packages did not install (from the npm registry):\n"
+                f"{done_install.stdout[-3000:]}{done_install.stderr[-3000:]}"
+            )
         shutil.rmtree(done, ignore_errors=True)
         work.rename(done)
         return done
+
+
+def _link(source: str, target: str) -> None:
+    """A hard link (the install is large), or a copy across file systems."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
 
 
 def free_port() -> int:
@@ -93,7 +106,7 @@ def chat_app(
     """The app in ``folder`` (a copy of the install) with ``env`` as its ``.env``, served by
     ``next dev`` on 127.0.0.1:``port``, with ``paths`` compiled (next dev compiles a route
     on its first request): its URL."""
-    shutil.copytree(installed(), folder, copy_function=os.link, symlinks=True)
+    shutil.copytree(installed(), folder, copy_function=_link, symlinks=True)
     (folder / ".env").write_text("".join(f"{k}={v}\n" for k, v in env.items()))
     log = (folder / "next-dev.log").open("w")
     proc = subprocess.Popen(

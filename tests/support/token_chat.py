@@ -2,11 +2,12 @@
 test; ``langgraph dev`` serves the same module (``tests.support.token_chat:graph``).
 
 The model says ``Answer <n> to <text>: one two three four five`` a word at a time, with a
-short pause between words; before its last word it waits until the gate file named after
-``<text>`` exists in ``WAYSTONE_TEST_GATES`` (the test opens it once it has seen the
-partial answer). ``<n>`` counts the answers given to ``<text>`` (a file beside the gate),
-so a regenerated answer differs from the first. A message holding "approve" first asks a
-person, with the interrupt the UI's own review view shows (its HITL request shape)."""
+short pause between words; before its last word (or, not streamed, before it answers at
+all) it waits until the gate file named after ``<text>`` exists in ``WAYSTONE_TEST_GATES``
+(the test opens it once it has seen the partial answer). ``<n>`` counts the answers given
+to ``<text>`` (a file beside the gate), so a regenerated answer differs from the first. A
+message holding "approve" first asks a person, with the interrupt the UI's own review view
+shows (its HITL request shape)."""
 
 from __future__ import annotations
 
@@ -48,6 +49,12 @@ def text_of(message: BaseMessage) -> str:
     ) or "".join(part for part in content if isinstance(part, str))
 
 
+def _wait(gate: Path) -> None:
+    deadline = time.monotonic() + GATE_LIMIT_S
+    while not gate.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 class TokenModel(BaseChatModel):
     """Answers the last message, a word at a time when streamed (see the module's doc)."""
 
@@ -71,7 +78,8 @@ class TokenModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        answer, _ = self._answer(messages)
+        answer, gate = self._answer(messages)
+        _wait(gate)  # not streamed: the whole answer, once the gate is open
         return ChatResult(generations=[ChatGeneration(message=AIMessage(answer))])
 
     def _stream(
@@ -85,9 +93,7 @@ class TokenModel(BaseChatModel):
         tokens = re.split(r"(?<= )", answer)
         for i, token in enumerate(tokens):
             if i == len(tokens) - 1:
-                deadline = time.monotonic() + GATE_LIMIT_S
-                while not gate.exists() and time.monotonic() < deadline:
-                    time.sleep(0.02)
+                _wait(gate)
             elif i:
                 time.sleep(PAUSE_S)
             chunk = ChatGenerationChunk(message=AIMessageChunk(content=token))
