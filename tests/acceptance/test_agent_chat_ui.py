@@ -47,7 +47,7 @@ pytestmark = pytest.mark.timeout(1800)  # installs the app and compiles it twice
 GRAPH = "chat"
 LANGGRAPH_JSON = {"graphs": {GRAPH: "tests.support.token_chat:graph"}, "dependencies": ["."]}
 REFERENCE = "WAYSTONE_CHATUI_REFERENCE"  # read by this test only
-WAIT_MS = 60_000  # a step the page shows; the app is compiled before the cases run
+WAIT_MS = 30_000  # a step the page shows; the app is compiled before the cases run
 
 
 @dataclass
