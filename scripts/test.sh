@@ -18,12 +18,6 @@ fi
 python3 -m pip install -q -e '.[test]'
 # The Agent Chat UI's test runs the app with Node.js: its packages (from the npm registry)
 # are installed here, once per version of the app, into a cache kept between runs.
-if ! command -v npx >/dev/null 2>&1; then
-    sudo=""
-    if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
-    $sudo apt-get update -qq
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
-fi
 python3 -m tests.support.chat_app
 # Load only the plugins the suite uses: a shared interpreter may carry others
 # (pytest-benchmark, for one, warns under xdist, and warnings are errors here).

@@ -22,7 +22,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCE = ROOT.parent / "shared" / "clients" / "agent-chat-ui"
+# beside the checkout, or where the workplace keeps it for a clone made elsewhere
+PLACES = [ROOT.parent / "shared" / "clients", Path("/work/shared/clients")]
+SOURCE = next((p / "agent-chat-ui" for p in PLACES if p.is_dir()), PLACES[0] / "agent-chat-ui")
 PNPM = "pnpm@10.5.1"  # the app's packageManager
 NEXT = "node_modules/next/dist/bin/next"  # run by node: pnpm's shims name the install's path
 INSTALL_LIMIT_S = 900.0
