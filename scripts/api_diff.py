@@ -28,6 +28,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -658,79 +660,89 @@ def main() -> int:
                 }
             )
         )
-        procs: list[subprocess.Popen[str]] = []
-        db_url = embedded.ensure_server(project / "home")
-        try:
-            ref_url = f"http://127.0.0.1:{_port()}"
-            ref = subprocess.Popen(
-                [
-                    args.langgraph,
-                    "dev",
-                    "--no-browser",
-                    "--no-reload",
-                    "--port",
-                    ref_url.rsplit(":", 1)[1],
-                    "--config",
-                    str(config),
-                ],
-                cwd=project,
-                env={**os.environ, "API_DIFF_GATES": str(project / "gates-ref")},
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                text=True,
-            )
-            procs.append(ref)
-            env = {
-                **os.environ,
-                "WAYSTONE_DATABASE_URL": db_url,
-                "WAYSTONE_HOME": str(project / "home"),
-                "WAYSTONE_LANGGRAPH_JSON": str(config),
-                "WAYSTONE_API_TOKEN": TOKEN,
-                "PYTHONPATH": str(ROOT),
-                "API_DIFF_GATES": str(project / "gates-ours"),
-            }
-            # a new home's database has no schema, and the servers apply none themselves
-            migrate = [sys.executable, "-m", "waystone", "migrate"]
-            subprocess.run(migrate, env=env, cwd=project, check=True, capture_output=True)
-            procs.append(
-                subprocess.Popen(
-                    [sys.executable, "-m", "waystone", "worker"],
-                    env=env,
-                    cwd=project,
-                    stdout=subprocess.DEVNULL,
-                    text=True,
-                )
-            )
-            ours = subprocess.Popen(
-                [sys.executable, "-m", "waystone", "api", "--port", "0", "--json"],
-                env=env,
-                cwd=project,
-                stdout=subprocess.PIPE,
-                text=True,
-            )
-            procs.append(ours)
-            assert ours.stdout is not None
-            our_url = json.loads(ours.stdout.readline())["url"]
-            _wait_for(ref_url, ref)
-            for side in ("ref", "ours"):
-                (project / f"gates-{side}").mkdir()
-            theirs = script(ref_url, None, project / "gates-ref")
-            mine = script(our_url, TOKEN, project / "gates-ours")
-        finally:
-            for proc in procs:
-                proc.terminate()
-                proc.wait(timeout=30)
-            embedded.stop(project / "home")
+        gates = {side: project / f"gates-{side}" for side in ("ref", "ours")}
+        with side_by_side(
+            project,
+            config,
+            args.langgraph,
+            token=TOKEN,
+            ref_env={"API_DIFF_GATES": str(gates["ref"])},
+            our_env={"API_DIFF_GATES": str(gates["ours"])},
+        ) as (ref_url, our_url):
+            for gate in gates.values():
+                gate.mkdir()
+            theirs = script(ref_url, None, gates["ref"])
+            mine = script(our_url, TOKEN, gates["ours"])
+    return report(theirs, mine, KNOWN)
+
+
+@contextmanager
+def side_by_side(
+    project: Path,
+    config: Path,
+    langgraph: str,
+    *,
+    token: str | None,
+    ref_env: dict[str, str] | None = None,
+    our_env: dict[str, str] | None = None,
+) -> Iterator[tuple[str, str]]:
+    """``langgraph dev`` and ``waystone api`` (with a worker, on an embedded Postgres
+    under ``project``) serving ``config``, until the block ends: their URLs."""
+    procs: list[subprocess.Popen[str]] = []
+    db_url = embedded.ensure_server(project / "home")
+    quiet: dict[str, Any] = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    try:
+        ref_url = f"http://127.0.0.1:{_port()}"
+        command = [langgraph, "dev", "--no-browser", "--no-reload"]
+        command += ["--port", ref_url.rsplit(":", 1)[1], "--config", str(config)]
+        env = {**os.environ, **(ref_env or {})}
+        ref = subprocess.Popen(command, cwd=project, env=env, text=True, **quiet)
+        procs.append(ref)
+        env = {
+            **os.environ,
+            "WAYSTONE_DATABASE_URL": db_url,
+            "WAYSTONE_HOME": str(project / "home"),
+            "WAYSTONE_LANGGRAPH_JSON": str(config),
+            "PYTHONPATH": str(ROOT),
+            **({"WAYSTONE_API_TOKEN": token} if token else {}),
+            **(our_env or {}),
+        }
+        # a new home's database has no schema, and the servers apply none themselves
+        migrate = [sys.executable, "-m", "waystone", "migrate"]
+        subprocess.run(migrate, env=env, cwd=project, check=True, capture_output=True)
+        worker = [sys.executable, "-m", "waystone", "worker"]
+        procs.append(subprocess.Popen(worker, env=env, cwd=project, text=True, **quiet))
+        api = [sys.executable, "-m", "waystone", "api", "--port", "0", "--json"]
+        ours = subprocess.Popen(
+            api, env=env, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
+        procs.append(ours)
+        assert ours.stdout is not None
+        our_url = json.loads(ours.stdout.readline())["url"]
+        _wait_for(ref_url, ref)
+        yield ref_url, our_url
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(timeout=30)
+        embedded.stop(project / "home")
+
+
+def report(
+    theirs: list[tuple[str, Any]], mine: list[tuple[str, Any]], known: dict[str, str]
+) -> int:
+    """Print each answer of the reference and Waystone's where it differs (``known``: the
+    differences documented, by answer); 1 if any other differs, else 0."""
     differences = 0
     ours = dict(mine)
     for what, a in theirs + [(w, MISSING) for w, _ in mine if w not in dict(theirs)]:
         b = ours.get(what, MISSING)
-        mark = "  " if a == b else ("~ " if what in KNOWN else "≠ ")
+        mark = "  " if a == b else ("~ " if what in known else "≠ ")
         differences += mark == "≠ "
         print(f"{mark}{what}: {json.dumps(a)}")
         if a != b:
-            known = f" ({KNOWN[what]})" if what in KNOWN else ""
-            print(f"    waystone: {json.dumps(b)}{known}")
+            said = f" ({known[what]})" if what in known else ""
+            print(f"    waystone: {json.dumps(b)}{said}")
     print(f"{differences} differences in {len(theirs)} answers (~: documented)")
     return 1 if differences else 0
 

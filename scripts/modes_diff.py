@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -31,10 +29,9 @@ from langgraph_sdk import get_sync_client
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]  # this tree's waystone, and its tests' graph
-from api_diff import _port, _wait_for  # noqa: E402
+from api_diff import side_by_side  # noqa: E402
 
 from tests.support.stream_shapes import INPUT, MODES, rendered, shapes  # noqa: E402
-from waystone._db import embedded  # noqa: E402
 
 TOKEN = "modes-diff"
 RECORDED = ROOT / "tests" / "unit" / "data" / "reference_stream_modes.json"
@@ -89,46 +86,9 @@ def main() -> int:
         config.write_text(
             json.dumps({"dependencies": ["."], "graphs": {"modes": "./modes.py:graph"}})
         )
-        procs: list[subprocess.Popen[str]] = []
-        db_url = embedded.ensure_server(project / "home")
-        try:
-            ref_url = f"http://127.0.0.1:{_port()}"
-            port = ref_url.rsplit(":", 1)[1]
-            command = [args.langgraph, "dev", "--no-browser", "--no-reload", "--port", port]
-            ref = subprocess.Popen(
-                [*command, "--config", str(config)],
-                cwd=project,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                text=True,
-            )
-            procs.append(ref)
-            env = {
-                **os.environ,
-                "WAYSTONE_DATABASE_URL": db_url,
-                "WAYSTONE_HOME": str(project / "home"),
-                "WAYSTONE_LANGGRAPH_JSON": str(config),
-                "WAYSTONE_API_TOKEN": TOKEN,
-                "PYTHONPATH": str(ROOT),
-            }
-            migrate = [sys.executable, "-m", "waystone", "migrate"]
-            subprocess.run(migrate, env=env, cwd=project, check=True, stdout=subprocess.DEVNULL)
-            worker = [sys.executable, "-m", "waystone", "worker"]
-            quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-            procs.append(subprocess.Popen(worker, env=env, cwd=project, text=True, **quiet))
-            api = [sys.executable, "-m", "waystone", "api", "--port", "0", "--json"]
-            ours = subprocess.Popen(api, env=env, cwd=project, stdout=subprocess.PIPE, text=True)
-            procs.append(ours)
-            assert ours.stdout is not None
-            our_url = json.loads(ours.stdout.readline())["url"]
-            _wait_for(ref_url, ref)
+        with side_by_side(project, config, args.langgraph, token=TOKEN) as (ref_url, our_url):
             theirs = streamed(ref_url, None, MODES)
             mine = streamed(our_url, TOKEN, COMMITTED)
-        finally:
-            for proc in procs:
-                proc.terminate()
-                proc.wait(timeout=30)
-            embedded.stop(project / "home")
     if args.record:
         recorded = {key: shapes(events) for key, events in theirs.items()}
         RECORDED.write_text(json.dumps(recorded, sort_keys=True, separators=(",", ":")) + "\n")

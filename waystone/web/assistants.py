@@ -21,6 +21,7 @@ from waystone._runtime.assistant_rules import Assistant, Changes, contains, of_g
 from waystone._runtime.threads import SEARCH_LIMIT
 from waystone.errors import TransitionNotAllowed
 from waystone.web import graph_schemas, shapes
+from waystone.web.auth import authorize, passes
 from waystone.web.bodies import (
     AssistantCount,
     AssistantCreate,
@@ -127,13 +128,25 @@ class AssistantRoutes:
                 return JSONResponse(shape(system[0]))
             if system:
                 raise HttpError(409, f"Assistant {given} already exists")
+        asked: dict[str, Any] = {
+            "assistant_id": given,
+            "graph_id": body.graph_id,
+            "config": body.config or {},
+            "context": body.context or {},
+            "metadata": dict(body.metadata or {}),
+            "if_exists": body.if_exists or "raise",
+            "name": body.name,
+            "description": body.description,
+        }
+        await authorize(request, "assistants", "create", asked)  # may tag its metadata
+        metadata = asked.get("metadata") or body.metadata
         made = await run_in_threadpool(
             lambda: self.rt.assistants.create(
                 body.graph_id,
                 assistant_id=given,
                 config=body.config,
                 context=body.context,
-                metadata=body.metadata,
+                metadata=metadata,
                 name=body.name,
                 description=body.description,
                 if_exists=body.if_exists or "raise",
@@ -219,7 +232,7 @@ class AssistantRoutes:
 
     async def search(self, request: Request) -> Response:
         body = await read(request, AssistantSearch)
-        found = await self._found(body, request.state.owner, body.sort_by, body.sort_order)
+        found = await self._found(request, body, body.sort_by, body.sort_order)
         page = found[body.window]
         shown = [shape(a) for a in page]
         if body.select:
@@ -233,17 +246,22 @@ class AssistantRoutes:
 
     async def count(self, request: Request) -> Response:
         body = await read(request, AssistantCount)
-        return JSONResponse(len(await self._found(body, request.state.owner)))
+        return JSONResponse(len(await self._found(request, body)))
 
     async def _found(
         self,
+        request: Request,
         body: AssistantCount,
-        owner: str | None,
         sort_by: str | None = None,
         sort_order: str | None = None,
     ) -> list[Assistant]:
         self._graph_known(body.graph_id)
         names = set(self.rt.names())
+        owner = request.state.owner
+        asked = {"graph_id": body.graph_id, "metadata": dict(body.metadata or {})}
+        filters = await authorize(request, "assistants", "search", asked)
+        # the custom auth's filter, held to metadata as stored (redacted)
+        wanted = await run_in_threadpool(self.rt.redacted, filters) if filters else None
 
         def search() -> list[Assistant]:
             found = self.rt.assistants.search(
@@ -255,7 +273,8 @@ class AssistantRoutes:
                 owner=owner,
                 among=self._system(),
             )
-            return [a for a in found if a.graph_id in names]  # a graph no longer served: hidden
+            shown = [a for a in found if a.graph_id in names]  # a graph no longer served: hidden
+            return [a for a in shown if wanted is None or passes(a.metadata, wanted)]
 
         return await run_in_threadpool(search)
 
