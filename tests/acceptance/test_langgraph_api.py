@@ -332,3 +332,21 @@ def test_a_malformed_body_answers_422_naming_the_field(
     detail = refused.value.response.json()["detail"]
     assert f"{field}: " in detail, detail
     assert row_counts(sql) == before
+
+
+def test_a_resume_naming_the_threads_head_goes_on_as_use_stream_sends_it(
+    lg: SyncLangGraphClient,
+) -> None:
+    """useStream sends the thread's newest checkpoint with an answer: the run goes on where
+    it waits; an answer from any other checkpoint is refused."""
+    thread_id = lg.threads.create()["thread_id"]
+    lg.runs.wait(thread_id, "assist", input={"messages": [{"role": "user", "content": "hi"}]})
+    older = lg.threads.get_state(thread_id)["checkpoint"]
+    lg.runs.wait(thread_id, "assist", input={"messages": [{"role": "user", "content": "ok?"}]})
+    head = lg.threads.get_state(thread_id)["checkpoint"]
+    answer: dict[str, Any] = {"command": {"resume": "yes"}, "input": {}}
+    with pytest.raises(httpx.HTTPStatusError) as elsewhere:
+        lg.runs.wait(thread_id, "assist", checkpoint=older, **answer)
+    assert elsewhere.value.response.status_code == 422
+    answered = lg.runs.wait(thread_id, "assist", checkpoint=head, **answer)
+    assert texts(answered)[-1] == "a person says: yes"

@@ -391,6 +391,7 @@ class Api:
             raise HttpError(
                 422, f"Waystone does not support {', '.join(given)} on a run yet; leave it out"
             )
+        body = await self._resumed_at_head(thread_id, body)
         strategy = body.multitask_strategy or "enqueue"  # the reference's default
         assistant = await run_in_threadpool(assistants.find, self, body.assistant_id, owner)
         graph_id = assistant.graph_id
@@ -539,6 +540,7 @@ class Api:
         modes = _modes(body.stream_mode)
         subgraphs = body.stream_subgraphs is True  # a stream's own: not refused as a run's
         body = body.model_copy(update={"stream_subgraphs": None})
+        body = await self._resumed_at_head(thread_id, body)
         options = self._options(body)  # refused here before anything is read
         forks = options is not None and options.checkpoint_id is not None
         resuming = (body.command is not None or body.input is None) and not forks
@@ -564,6 +566,23 @@ class Api:
             await run_in_threadpool(self.rt.log_stream, status.thread_id, status.run_number)
         cancel = (request.query_params.get("cancel_on_disconnect") or "").lower() in ("true", "1")
         return self._sse(status, modes, last, set(), cancel=cancel)
+
+    async def _resumed_at_head(self, thread_id: str, body: RunCreate) -> RunCreate:
+        if body.command is None or not (body.checkpoint or body.checkpoint_id):
+            return body
+        return await run_in_threadpool(self._at_head, thread_id, body)
+
+    def _at_head(self, thread_id: str, body: RunCreate) -> RunCreate:
+        """``body`` without its checkpoint when it answers an interrupt and names the
+        thread's newest checkpoint, where its run waits (useStream sends the thread's head
+        with a resume); any other checkpoint is left for the run's options to refuse."""
+        head = self._latest(thread_id)
+        named = run_options.checkpoint_of(body)
+        if body.command is None or head is None:
+            return body
+        if named != head.config["configurable"].get("checkpoint_id"):
+            return body
+        return body.model_copy(update={"checkpoint": None, "checkpoint_id": None})
 
     def _latest(self, thread_id: str) -> StateSnapshot | None:
         try:
