@@ -87,4 +87,4 @@ def test_cancel_many_names_the_runs_of_a_thread(lg: SyncLangGraphClient) -> None
         lg.runs.cancel_many(status="running")
     assert by_status.value.response.status_code == 422
     lg.runs.cancel_many(thread_id=tid, run_ids=[asked["run_id"]])
-    assert lg.runs.get(tid, asked["run_id"])["status"] == "error"  # as a cancel shows it
+    assert lg.runs.get(tid, asked["run_id"])["status"] == "interrupted"  # as a cancel shows it
