@@ -528,6 +528,7 @@ def assistants(lg: Any) -> list[tuple[str, Any]]:
             seen.append((what, "ok"))
         except httpx.HTTPStatusError as exc:
             seen.append((what, exc.response.status_code))
+    return seen
 
 
 def run_options(lg: Any, url: str, api_key: str | None) -> list[tuple[str, Any]]:
