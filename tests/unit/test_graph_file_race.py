@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from waystone._runtime import graphs as _graphs
+from waystone._imports import import_file
 
 ENTERED, GO = threading.Event(), threading.Event()
 
@@ -29,7 +29,7 @@ def test_a_graph_file_loading_on_one_thread_is_waited_for_on_another(tmp_path: P
 
     def load(attr: str) -> None:
         try:
-            got[attr] = _graphs._from_file(config, tmp_path / "agent.py", attr)
+            got[attr] = import_file(str(config), tmp_path / "agent.py", attr)
         except Exception as exc:  # what the test looks at
             got[attr] = exc
 

@@ -11,16 +11,14 @@ current directory, or the one ``WAYSTONE_LANGGRAPH_JSON`` names.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
-import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from waystone._identifiers import check_identifier
-from waystone._imports import import_object
+from waystone._imports import import_file, import_object
 from waystone.config import Settings, check_tools, parse_graphs
 from waystone.errors import BadInput
 
@@ -88,7 +86,8 @@ def _load(path: Path, ref: str) -> Any:
         sys.path.insert(0, str(base))
     where, _, attr = ref.rpartition(":")
     if where.endswith(".py") or "/" in where:
-        return _from_file(path, base / where, attr)
+        graph: GraphSource = import_file(str(path), base / where, attr)
+        return graph
     return import_object(str(path), ref)
 
 
@@ -105,32 +104,6 @@ def load_langgraph_json(path: Path) -> dict[str, GraphSource]:
             raise BadInput(f"{path}: graph {name!r} is not 'path/to/file.py:attribute'")
         found[check_identifier("agent name", name)] = _load(path, ref)
     return found
-
-
-# A worker's threads (its slots, its cron ticker, its webhook deliverer) load graphs at
-# once: a module is in sys.modules before its body has run, so loading is one at a time.
-_LOADING = threading.RLock()
-
-
-def _from_file(config: Path, file: Path, attr: str) -> GraphSource:
-    module_name = "_".join(file.with_suffix("").parts[-2:]).replace(" ", "_").lstrip(".")
-    with _LOADING:
-        loaded = sys.modules.get(module_name)
-        if loaded is not None and getattr(loaded, "__file__", None) == str(file):
-            return getattr(loaded, attr)  # a second graph of the same file
-        spec = importlib.util.spec_from_file_location(module_name, file)
-        if spec is None or spec.loader is None or not file.is_file():
-            raise BadInput(f"{config}: no Python file {file}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        try:
-            spec.loader.exec_module(module)
-            return getattr(module, attr)
-        except Exception as exc:  # the user's module: whatever it raises, it is unusable
-            sys.modules.pop(module_name, None)
-            raise BadInput(
-                f"{config}: cannot load {file}:{attr}: {type(exc).__name__}: {exc}"
-            ) from exc
 
 
 def load_graphs(text: str) -> dict[str, GraphSource]:

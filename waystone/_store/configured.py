@@ -12,15 +12,13 @@ first use, saying what to install.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from waystone import sql
-from waystone._imports import import_object
+from waystone._imports import import_file, import_object
 from waystone.errors import BadInput
 
 if TYPE_CHECKING:
@@ -109,25 +107,10 @@ def _embeddings(embed: Any, config: StoreConfig) -> Any:
         return embed  # given in code: a function or an Embeddings
     where, _, attr = embed.rpartition(":")
     if where.endswith(".py"):
-        return _from_file(config.base / where, attr)
+        return import_file("store.index.embed", config.base / where, attr, "waystone_store_")
     if "." in where:
         return import_object("store.index.embed", embed)
     return embed  # a model's name: LangGraph makes it with LangChain's init_embeddings
-
-
-def _from_file(file: Path, attr: str) -> Any:
-    name = "waystone_store_" + "_".join(file.with_suffix("").parts[-2:]).replace(" ", "_")
-    spec = importlib.util.spec_from_file_location(name, file)
-    if spec is None or spec.loader is None or not file.is_file():
-        raise BadInput(f"store.index.embed: no Python file {file}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-        return getattr(module, attr)
-    except Exception as exc:  # the user's module: whatever it raises, it is unusable
-        sys.modules.pop(name, None)
-        raise BadInput(f"store.index.embed: cannot load {file}:{attr}: {exc}") from exc
 
 
 def make_store(
